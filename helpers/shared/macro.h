@@ -1,0 +1,100 @@
+/* macro.h: the small vocabulary every pond file shares: cleanup attributes, ownership transfer
+ * (TAKE_PTR/TAKE_FD), synthetic errno values and array sizes. */
+#pragma once
+
+#include <errno.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <unistd.h>
+#include <dirent.h>
+#include <json-c/json.h>
+
+#define _cleanup_(f) __attribute__((cleanup(f)))
+#define _unused_ __attribute__((unused))
+#define _printf_(a, b) __attribute__((format(printf, a, b)))
+#define _pure_ __attribute__((pure))
+#define _noreturn_ __attribute__((noreturn))
+
+#define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
+
+/* A negative errno that did not come from a failing call: the caller logs it with its own message. */
+#define SYNTHETIC_ERRNO(e) (-(e))
+
+#define TAKE_PTR(p)                                     \
+        ({                                              \
+                __typeof__(p) _p_ = (p);                \
+                (p) = NULL;                             \
+                _p_;                                    \
+        })
+
+#define TAKE_FD(fd)                                     \
+        ({                                              \
+                int _fd_ = (fd);                        \
+                (fd) = -EBADF;                          \
+                _fd_;                                   \
+        })
+
+static inline void freep(void *p) {
+        free(*(void **) p);
+}
+#define _cleanup_free_ _cleanup_(freep)
+
+static inline int safe_close(int fd) {
+        if (fd >= 0) {
+                int saved = errno;
+                close(fd);
+                errno = saved;
+        }
+        return -EBADF;
+}
+
+static inline void closep(int *fd) {
+        safe_close(*fd);
+}
+#define _cleanup_close_ _cleanup_(closep)
+
+static inline void fclosep(FILE **f) {
+        if (*f)
+                fclose(*f);
+}
+#define _cleanup_fclose_ _cleanup_(fclosep)
+
+static inline void closedirp(DIR **d) {
+        if (*d)
+                closedir(*d);
+}
+#define _cleanup_closedir_ _cleanup_(closedirp)
+
+static inline void json_object_putp(json_object **j) {
+        if (*j)
+                json_object_put(*j);
+}
+#define _cleanup_json_ _cleanup_(json_object_putp)
+
+static inline void strv_freep(char ***l) {
+        if (*l)
+                for (char **i = *l; *i; i++)
+                        free(*i);
+        free(*l);
+}
+#define _cleanup_strv_free_ _cleanup_(strv_freep)
+
+static inline int negative_errno(void) {
+        return errno > 0 ? -errno : -EIO;
+}
+
+#define RET_NERRNO(expr)                                \
+        ({                                              \
+                int _r_ = (expr);                       \
+                _r_ < 0 ? negative_errno() : _r_;       \
+        })
+
+static inline size_t strv_length(char * const *l) {
+        size_t n = 0;
+        if (l)
+                while (l[n])
+                        n++;
+        return n;
+}
+
+#define streq(a, b) (strcmp((a), (b)) == 0)

@@ -1,0 +1,29 @@
+/* oci.h: the OCI runtime config (config.json) for a job, built with json-c from the resolved policy. */
+#pragma once
+
+#include <stdbool.h>
+#include <json-c/json.h>
+
+#include "policy.h"
+#include "spec.h"
+
+#define JOB_UID 1000
+#define JOB_GID 1000
+
+typedef struct OciPaths {
+        const char *rootfs;        /* root.path: the bundle's rootfs directory */
+        const char *host_usr;      /* bound read-only at /usr (image "host"), or NULL */
+        const char *etc;           /* generated /etc bound read-only, or NULL (the image brings its own) */
+        const char *workspace;     /* staged workspace bound at /workspace, or NULL */
+        bool workspace_readonly;
+        const char *netns;         /* network namespace to join by path, or NULL: a new empty one */
+        const char *cgroups_path;  /* relative cgroupsPath: nests below the runtime's (the scope's) cgroup */
+        const char *hostname;
+} OciPaths;
+
+/* Builds config.json. seccomp is policy's linux.seccomp object (copied in for confined profiles). */
+int oci_config_build(const ResolvedPolicy *r, const JobSpec *spec, json_object *seccomp, const OciPaths *paths,
+                     json_object **ret);
+
+/* The job's environment, built from scratch: a fixed base plus the spec's env. NULL-terminated. */
+int oci_job_environment(const ResolvedPolicy *r, const JobSpec *spec, char ***ret);

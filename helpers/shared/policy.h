@@ -1,0 +1,68 @@
+/* policy.h: profiles, postures, overridable knobs and their bounds, backends, tiers, all read from
+ * policy/profiles.json (the single source of truth) and resolved fail-closed. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <json-c/json.h>
+
+#include "spec.h"
+
+typedef enum FsPosture {
+        FS_HOST,      /* profile none: the host filesystem view of the image */
+        FS_READONLY,  /* checkout bound read-only */
+        FS_OVERLAY,   /* checkout as read-only lower, throwaway upper in a size-capped tmpfs */
+        _FS_POSTURE_MAX,
+        _FS_POSTURE_INVALID = -EINVAL,
+} FsPosture;
+
+typedef enum NetPosture {
+        NET_OPEN,        /* host network */
+        NET_BROKER_ONLY, /* own netns, only the broker reachable (until the egress issue: loopback only) */
+        NET_ALLOWLIST,   /* broker + CONNECT proxy (until the egress issue: loopback only) */
+        _NET_POSTURE_MAX,
+        _NET_POSTURE_INVALID = -EINVAL,
+} NetPosture;
+
+const char *fs_posture_to_string(FsPosture p);
+FsPosture fs_posture_from_string(const char *s);
+const char *net_posture_to_string(NetPosture p);
+NetPosture net_posture_from_string(const char *s);
+
+typedef struct Policy {
+        json_object *profiles; /* profiles.json, validated by policy_load() */
+        json_object *seccomp;  /* seccomp.json: an OCI linux.seccomp object */
+} Policy;
+
+/* What a job runs with, after policy. Every value is finite and positive; nothing here is -1. */
+typedef struct ResolvedPolicy {
+        char *profile;
+        char *backend;
+        char *tier;
+        bool confined;      /* false only for profile none */
+        FsPosture fs;
+        NetPosture net;
+        uint64_t memory_bytes;
+        uint64_t cpus_milli;  /* 1000 = one CPU */
+        uint64_t pids_limit;
+        uint64_t tmpfs_bytes;
+        char *image;
+        uint64_t nofile;      /* rlimits, fixed by the profile */
+        uint64_t nproc;
+} ResolvedPolicy;
+
+int policy_load(const char *dir, Policy **ret, char **ret_error);
+Policy *policy_free(Policy *p);
+static inline void policy_freep(Policy **p) {
+        policy_free(*p);
+}
+
+/* Fails closed: -EINVAL (refusal) with *ret_error saying what and why. */
+int policy_resolve(const Policy *p, const SandboxBlock *block, ResolvedPolicy **ret, char **ret_error);
+ResolvedPolicy *resolved_policy_free(ResolvedPolicy *r);
+static inline void resolved_policy_freep(ResolvedPolicy **r) {
+        resolved_policy_free(*r);
+}
+
+/* "512M", "2G", "1048576" -> bytes. -EINVAL on anything else (negative, empty, overflow, junk). */
+int parse_size(const char *s, uint64_t *ret);

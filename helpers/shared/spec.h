@@ -1,0 +1,52 @@
+/* spec.h: the job spec (docs/job-spec.md), parsed strictly. */
+#pragma once
+
+#include <stdint.h>
+#include <stdbool.h>
+#include <json-c/json.h>
+
+/* The sandbox block as written by the dispatcher; its meaning is decided by policy_resolve(). */
+typedef struct SandboxBlock {
+        char *profile;          /* NULL if absent: refused by policy (only an explicit "none" opts out) */
+        char *backend;          /* NULL: the profile's default */
+        char *tier;             /* NULL: the profile's default */
+        json_object *overrides; /* an object or NULL; keys checked by policy_resolve() */
+        char **allow_hosts;     /* NULL-terminated, never NULL */
+} SandboxBlock;
+
+typedef struct JobLimits {
+        uint64_t wall_clock_s;   /* > 0 */
+        uint64_t output_bytes;   /* cap on stdout+stderr kept */
+        uint64_t artifact_bytes; /* cap on collected artifacts */
+        uint64_t artifact_files; /* cap on collected artifact entries */
+} JobLimits;
+
+typedef struct JobSpec {
+        char *job_id;
+        char *tenant;
+        char **command; /* argv, NULL-terminated, at least one element */
+        char **env;     /* "KEY=VALUE", NULL-terminated, never NULL */
+        char *checkout; /* absolute host path or NULL (empty workspace) */
+        SandboxBlock sandbox;
+        JobLimits limits;
+        char **outputs; /* workspace-relative paths, NULL-terminated, never NULL */
+} JobSpec;
+
+#define JOB_SPEC_DEFAULT_WALL_CLOCK_S 3600
+#define JOB_SPEC_MAX_WALL_CLOCK_S (7 * 24 * 3600)
+#define JOB_SPEC_DEFAULT_OUTPUT_BYTES (16ULL << 20)
+#define JOB_SPEC_MAX_OUTPUT_BYTES (1ULL << 30)
+#define JOB_SPEC_DEFAULT_ARTIFACT_BYTES (256ULL << 20)
+#define JOB_SPEC_MAX_ARTIFACT_BYTES (16ULL << 30)
+#define JOB_SPEC_DEFAULT_ARTIFACT_FILES 10000
+#define JOB_SPEC_MAX_ARTIFACT_FILES 1000000
+
+/* Strict: unknown keys, wrong types, duplicate keys, bad UTF-8, NUL bytes, > 1 MiB, too deep: -EINVAL
+ * with *ret_error naming the field (e.g. "sandbox.overrides: must be an object"). */
+int job_spec_parse(const char *buf, size_t len, JobSpec **ret, char **ret_error);
+int sandbox_block_from_json(json_object *o, const char *field, SandboxBlock *ret, char **ret_error);
+void sandbox_block_done(SandboxBlock *b);
+JobSpec *job_spec_free(JobSpec *s);
+static inline void job_spec_freep(JobSpec **s) {
+        job_spec_free(*s);
+}
