@@ -3,6 +3,8 @@
 #pragma once
 
 #include <errno.h>
+#include <stdbool.h>
+#include <string.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -14,6 +16,7 @@
 #define _printf_(a, b) __attribute__((format(printf, a, b)))
 #define _pure_ __attribute__((pure))
 #define _noreturn_ __attribute__((noreturn))
+#define _fallthrough_ __attribute__((fallthrough))
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
 
@@ -98,3 +101,11 @@ static inline size_t strv_length(char * const *l) {
 }
 
 #define streq(a, b) (strcmp((a), (b)) == 0)
+
+#include <time.h>
+#include <stdint.h>
+static inline uint64_t clock_usec(clockid_t c) {
+        struct timespec ts;
+        clock_gettime(c, &ts);
+        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+}

@@ -1,0 +1,73 @@
+/* pond-run: the job supervisor, run by pond-job@ID.service.
+ *   pond-run ID            run job ID from the spool and leave its signed result
+ *   pond-run --cleanup ID  remove whatever job ID left behind (ExecStopPost; idempotent) */
+#include <getopt.h>
+#include <signal.h>
+#include <string.h>
+
+#include "config.h"
+#include "log.h"
+#include "supervise.h"
+
+static bool arg_cleanup;
+static const char *arg_job_id;
+
+static void help(void) {
+        printf("Usage: pond-run [--cleanup] JOB_ID\n\n"
+               "Runs (or, with --cleanup, cleans up after) one pond job. Normally started by\n"
+               "pond-job@JOB_ID.service, not by hand. See pond-run(8).\n");
+}
+
+static int parse_argv(int argc, char *argv[]) {
+        static const struct option options[] = {
+                { "cleanup", no_argument, NULL, 'c' },
+                { "debug", no_argument, NULL, 'd' },
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, 'V' },
+                {}
+        };
+        int c;
+
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+                switch (c) {
+                case 'c':
+                        arg_cleanup = true;
+                        break;
+                case 'd':
+                        log_set_max_level(LOG_DEBUG);
+                        break;
+                case 'h':
+                        help();
+                        return 0;
+                case 'V':
+                        puts("pond-run " POND_VERSION);
+                        return 0;
+                default:
+                        return -EINVAL;
+                }
+        if (optind + 1 != argc) {
+                log_error("Expected exactly one job id.");
+                return -EINVAL;
+        }
+        arg_job_id = argv[optind];
+        return 1;
+}
+
+int main(int argc, char *argv[]) {
+        sigset_t mask;
+        int r;
+
+        log_set_prefix("pond-run");
+        r = parse_argv(argc, argv);
+        if (r <= 0)
+                return r < 0 ? POND_RUN_EXIT_USAGE : 0;
+        /* Cancellation is handled by the event loop; until then it must wait, not kill us half-way. */
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGCHLD);
+        sigprocmask(SIG_BLOCK, &mask, NULL);
+        if (arg_cleanup)
+                return supervise_cleanup(arg_job_id) < 0 ? 1 : 0;
+        return supervise(arg_job_id);
+}

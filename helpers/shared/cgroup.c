@@ -1,0 +1,74 @@
+/* cgroup.c: reading a unit's cgroup: OOM kill counters on the v1 memory hierarchy or cgroup v2. */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "fileio.h"
+#include "log.h"
+#include "scope.h"
+
+static int read_counter(int dirfd, const char *file, const char *key, uint64_t *ret) {
+        _cleanup_free_ char *buf = NULL;
+        size_t klen = strlen(key);
+        int r;
+
+        r = read_full_file_at(dirfd, file, 64 * 1024, &buf, NULL);
+        if (r < 0)
+                return r;
+        for (char *line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+                if (strncmp(line, key, klen) == 0 && line[klen] == ' ')
+                        return sscanf(line + klen + 1, "%" SCNu64, ret) == 1 ? 0 : -EINVAL;
+        return -ENOENT;
+}
+
+/* v1 counts an OOM kill only in the memcg whose limit was hit: sum over the subtree. */
+static int sum_v1(int dirfd, int depth, uint64_t *sum) {
+        _cleanup_closedir_ DIR *d = NULL;
+        struct dirent *de;
+        uint64_t v;
+        int fd;
+
+        if (depth > 32)
+                return -ELOOP;
+        if (read_counter(dirfd, "memory.oom_control", "oom_kill", &v) >= 0)
+                *sum += v;
+        fd = dup(dirfd);
+        if (fd < 0)
+                return -errno;
+        d = fdopendir(fd);
+        if (!d) {
+                safe_close(fd);
+                return -errno;
+        }
+        while ((de = readdir(d))) {
+                if (de->d_type != DT_DIR || de->d_name[0] == '.')
+                        continue;
+                _cleanup_close_ int c = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (c >= 0)
+                        (void) sum_v1(c, depth + 1, sum);
+        }
+        return 0;
+}
+
+int cgroup_oom_kills(const char *cgroup_path, uint64_t *ret) {
+        _cleanup_free_ char *v1 = NULL, *v2 = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        uint64_t sum = 0;
+
+        if (asprintf(&v1, "/sys/fs/cgroup/memory%s", cgroup_path) < 0 ||
+            asprintf(&v2, "/sys/fs/cgroup%s", cgroup_path) < 0)
+                return -ENOMEM;
+        fd = open(v1, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd >= 0) {
+                int r = sum_v1(fd, 0, &sum);
+                if (r < 0)
+                        return r;
+                *ret = sum;
+                return 0;
+        }
+        fd = open(v2, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        /* v2 memory.events is hierarchical already. */
+        return read_counter(fd, "memory.events", "oom_kill", ret);
+}

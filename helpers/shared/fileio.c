@@ -1,0 +1,164 @@
+/* fileio.c: bounded reads, atomic writes, mkdir -p and a careful rm -rf. */
+#include <fcntl.h>
+#include <limits.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fileio.h"
+#include "macro.h"
+
+int read_full_file_at(int dirfd, const char *path, size_t max, char **ret, size_t *ret_len) {
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0, cap = 0;
+
+        fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+        for (;;) {
+                if (len + 1 >= cap) {
+                        size_t ncap = cap ? cap * 2 : 4096;
+                        char *n;
+                        if (ncap > max + 2)
+                                ncap = max + 2;
+                        if (ncap <= len + 1)
+                                return -EFBIG;
+                        n = realloc(buf, ncap);
+                        if (!n)
+                                return -ENOMEM;
+                        buf = n;
+                        cap = ncap;
+                }
+                ssize_t k = read(fd, buf + len, cap - len - 1);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (k == 0)
+                        break;
+                len += (size_t) k;
+                if (len > max)
+                        return -EFBIG;
+        }
+        buf[len] = 0;
+        *ret = TAKE_PTR(buf);
+        if (ret_len)
+                *ret_len = len;
+        return 0;
+}
+
+int write_all(int fd, const void *buf, size_t len) {
+        const char *p = buf;
+
+        while (len > 0) {
+                ssize_t k = write(fd, p, len);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                p += k;
+                len -= (size_t) k;
+        }
+        return 0;
+}
+
+int write_file_atomic_at(int dirfd, const char *name, const void *buf, size_t len, mode_t mode) {
+        char tmp[PATH_MAX];
+        _cleanup_close_ int fd = -EBADF;
+        int r;
+
+        if ((size_t) snprintf(tmp, sizeof tmp, ".%s.tmp", name) >= sizeof tmp)
+                return -ENAMETOOLONG;
+        (void) unlinkat(dirfd, tmp, 0);
+        fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+        if (fd < 0)
+                return -errno;
+        r = write_all(fd, buf, len);
+        if (r >= 0 && fsync(fd) < 0)
+                r = -errno;
+        if (r >= 0 && renameat(dirfd, tmp, dirfd, name) < 0)
+                r = -errno;
+        if (r < 0) {
+                (void) unlinkat(dirfd, tmp, 0);
+                return r;
+        }
+        if (dirfd >= 0)
+                (void) fsync(dirfd);
+        return 0;
+}
+
+int mkdir_p(const char *path, mode_t mode) {
+        char buf[PATH_MAX];
+        size_t n = strlen(path);
+
+        if (n == 0 || n >= sizeof buf)
+                return -EINVAL;
+        memcpy(buf, path, n + 1);
+        for (char *p = buf + 1; *p; p++) {
+                if (*p != '/')
+                        continue;
+                *p = 0;
+                if (mkdir(buf, mode) < 0 && errno != EEXIST)
+                        return -errno;
+                *p = '/';
+        }
+        if (mkdir(buf, mode) < 0 && errno != EEXIST)
+                return -errno;
+        return 0;
+}
+
+static int rm_rf_children(int fd, dev_t dev, int depth) {
+        _cleanup_closedir_ DIR *d = NULL;
+        struct dirent *de;
+        int r = 0;
+
+        if (depth > 256)
+                return -ELOOP;
+        d = fdopendir(fd);
+        if (!d) {
+                safe_close(fd);
+                return -errno;
+        }
+        while ((de = readdir(d))) {
+                struct stat st;
+
+                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        continue;
+                if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        return -errno;
+                if (S_ISDIR(st.st_mode)) {
+                        if (st.st_dev != dev)
+                                return -EBUSY; /* a mount inside: never delete what it shows */
+                        int cfd = openat(dirfd(d), de->d_name,
+                                         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        if (cfd < 0)
+                                return -errno;
+                        r = rm_rf_children(cfd, dev, depth + 1);
+                        if (r < 0)
+                                return r;
+                        if (unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR) < 0)
+                                return -errno;
+                } else if (unlinkat(dirfd(d), de->d_name, 0) < 0)
+                        return -errno;
+        }
+        return 0;
+}
+
+int rm_rf_at(int dirfd, const char *name) {
+        struct stat st;
+        int fd, r;
+
+        if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return errno == ENOENT ? 0 : -errno;
+        if (!S_ISDIR(st.st_mode))
+                return unlinkat(dirfd, name, 0) < 0 ? -errno : 0;
+        fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        r = rm_rf_children(fd, st.st_dev, 0);
+        if (r < 0)
+                return r;
+        return unlinkat(dirfd, name, AT_REMOVEDIR) < 0 ? -errno : 0;
+}

@@ -1,0 +1,379 @@
+/* policy.c: loads policy/profiles.json and resolves a job's sandbox block against it, fail closed:
+ * anything not explicitly allowed by the policy file is a refusal with a reason. */
+#include <math.h>
+#include <string.h>
+
+#include "fileio.h"
+#include "json-strict.h"
+#include "log.h"
+#include "policy.h"
+#include "seccomp-check.h"
+
+static const char *const fs_posture_table[_FS_POSTURE_MAX] = {
+        [FS_HOST] = "host",
+        [FS_READONLY] = "readonly",
+        [FS_OVERLAY] = "overlay",
+};
+
+static const char *const net_posture_table[_NET_POSTURE_MAX] = {
+        [NET_OPEN] = "open",
+        [NET_BROKER_ONLY] = "broker-only",
+        [NET_ALLOWLIST] = "allowlist",
+};
+
+static int table_lookup(const char *const *table, size_t n, const char *s) {
+        if (!s)
+                return -EINVAL;
+        for (size_t i = 0; i < n; i++)
+                if (table[i] && streq(table[i], s))
+                        return (int) i;
+        return -EINVAL;
+}
+
+const char *fs_posture_to_string(FsPosture p) {
+        return p >= 0 && p < _FS_POSTURE_MAX ? fs_posture_table[p] : NULL;
+}
+FsPosture fs_posture_from_string(const char *s) {
+        return table_lookup(fs_posture_table, _FS_POSTURE_MAX, s);
+}
+const char *net_posture_to_string(NetPosture p) {
+        return p >= 0 && p < _NET_POSTURE_MAX ? net_posture_table[p] : NULL;
+}
+NetPosture net_posture_from_string(const char *s) {
+        return table_lookup(net_posture_table, _NET_POSTURE_MAX, s);
+}
+
+static int fail(char **ret_error, const char *fmt, ...) _printf_(2, 3);
+static int fail(char **ret_error, const char *fmt, ...) {
+        va_list ap;
+
+        if (ret_error) {
+                char *m = NULL;
+                va_start(ap, fmt);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+                if (vasprintf(&m, fmt, ap) < 0)
+                        m = NULL;
+#pragma GCC diagnostic pop
+                va_end(ap);
+                free(*ret_error);
+                *ret_error = m;
+        }
+        return -EINVAL;
+}
+
+static json_object *get(json_object *o, const char *key) {
+        json_object *v = NULL;
+        return json_object_object_get_ex(o, key, &v) ? v : NULL;
+}
+
+static bool array_has_string(json_object *a, const char *s) {
+        if (!json_object_is_type(a, json_type_array))
+                return false;
+        for (size_t i = 0; i < json_object_array_length(a); i++) {
+                const char *e = json_object_get_string(json_object_array_get_idx(a, i));
+                if (e && streq(e, s))
+                        return true;
+        }
+        return false;
+}
+
+static char *keys_joined(json_object *o) {
+        char *out = NULL;
+        size_t n = 0;
+        FILE *f = open_memstream(&out, &n);
+
+        if (!f)
+                return NULL;
+        if (json_object_is_type(o, json_type_array))
+                for (size_t i = 0; i < json_object_array_length(o); i++)
+                        fprintf(f, "%s%s", i ? ", " : "", json_object_get_string(json_object_array_get_idx(o, i)));
+        else {
+                bool first = true;
+                json_object_object_foreach(o, k, v) {
+                        (void) v;
+                        fprintf(f, "%s%s", first ? "" : ", ", k);
+                        first = false;
+                }
+        }
+        fclose(f);
+        return out;
+}
+
+/* Parses a knob value into the unit the runtimes take: bytes, milli-CPUs, a count, or an image name. */
+static int knob_parse(json_object *spec, const char *name, json_object *value, uint64_t *ret, char **ret_error) {
+        const char *type = json_object_get_string(get(spec, "type"));
+
+        if (streq(type, "size")) {
+                if (json_object_is_type(value, json_type_int)) {
+                        int64_t v = json_object_get_int64(value);
+                        if (v <= 0)
+                                return fail(ret_error, "sandbox.overrides.%s: must be a positive size", name);
+                        *ret = (uint64_t) v;
+                        return 0;
+                }
+                if (!json_object_is_type(value, json_type_string) ||
+                    parse_size(json_object_get_string(value), ret) < 0)
+                        return fail(ret_error, "sandbox.overrides.%s: must be a size like \"512M\" or bytes",
+                                    name);
+                return 0;
+        }
+        if (streq(type, "cpus")) {
+                double d;
+                if (json_object_is_type(value, json_type_int) || json_object_is_type(value, json_type_double))
+                        d = json_object_get_double(value);
+                else
+                        return fail(ret_error, "sandbox.overrides.%s: must be a number of CPUs like 1.5", name);
+                if (!isfinite(d) || d <= 0 || d > 1e6)
+                        return fail(ret_error, "sandbox.overrides.%s: must be a positive number of CPUs", name);
+                *ret = (uint64_t) llround(d * 1000);
+                return 0;
+        }
+        if (streq(type, "integer")) {
+                if (!json_object_is_type(value, json_type_int) || json_object_get_int64(value) <= 0)
+                        return fail(ret_error, "sandbox.overrides.%s: must be a positive integer", name);
+                *ret = (uint64_t) json_object_get_int64(value);
+                return 0;
+        }
+        return fail(ret_error, "policy: knob %s has unknown type '%s'", name, type ?: "(none)");
+}
+
+static int knob_bound(json_object *spec, const char *name, const char *which, uint64_t *ret) {
+        json_object *b = get(spec, which);
+        return b ? knob_parse(spec, name, b, ret, NULL) : -EINVAL;
+}
+
+/* Value within [min, max] of the knob, as declared in the policy. */
+static int knob_check(json_object *knobs, const char *name, json_object *value, uint64_t *ret,
+                      char **ret_error) {
+        json_object *spec = get(knobs, name);
+        uint64_t v, lo, hi;
+        int r;
+
+        r = knob_parse(spec, name, value, &v, ret_error);
+        if (r < 0)
+                return r;
+        if (knob_bound(spec, name, "min", &lo) < 0 || knob_bound(spec, name, "max", &hi) < 0)
+                return fail(ret_error, "policy: knob %s lacks valid bounds", name);
+        if (v < lo || v > hi)
+                return fail(ret_error, "sandbox.overrides.%s: %s is out of bounds (%s .. %s)", name,
+                            json_object_to_json_string(value), json_object_to_json_string(get(spec, "min")),
+                            json_object_to_json_string(get(spec, "max")));
+        *ret = v;
+        return 0;
+}
+
+static bool image_name_is_valid(const char *s) {
+        size_t n = s ? strlen(s) : 0;
+
+        if (n == 0 || n > 64 || !strchr("abcdefghijklmnopqrstuvwxyz0123456789", s[0]))
+                return false;
+        return strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_.-") == n;
+}
+
+/* Applies one knob value (a profile default or an override) to the resolved policy. */
+static int knob_apply(json_object *knobs, ResolvedPolicy *r, const char *name, json_object *value,
+                      char **ret_error) {
+        uint64_t v = 0;
+        int k;
+
+        if (!get(knobs, name))
+                return fail(ret_error,
+                            "sandbox.overrides.%s: not an overridable knob (only memory, cpus, pids_limit, "
+                            "tmpfs_size, image; a profile's posture cannot be changed)", name);
+        if (streq(name, "image")) {
+                const char *s = json_object_is_type(value, json_type_string) ? json_object_get_string(value)
+                                                                             : NULL;
+                if (!image_name_is_valid(s))
+                        return fail(ret_error, "sandbox.overrides.image: must be an image name "
+                                    "[a-z0-9][a-z0-9_.-]{0,63}");
+                free(r->image);
+                r->image = strdup(s);
+                return r->image ? 0 : -ENOMEM;
+        }
+        k = knob_check(knobs, name, value, &v, ret_error);
+        if (k < 0)
+                return k;
+        if (streq(name, "memory"))
+                r->memory_bytes = v;
+        else if (streq(name, "cpus"))
+                r->cpus_milli = v;
+        else if (streq(name, "pids_limit"))
+                r->pids_limit = v;
+        else if (streq(name, "tmpfs_size"))
+                r->tmpfs_bytes = v;
+        else
+                return fail(ret_error, "policy: knob %s is not known to this pond", name);
+        return 0;
+}
+
+static int pick(json_object *allowed, const char *requested, const char *fallback, const char *field,
+                char **ret, char **ret_error) {
+        const char *v = requested ?: fallback;
+        _cleanup_free_ char *known = keys_joined(allowed);
+
+        if (!v || !array_has_string(allowed, v))
+                return fail(ret_error, "sandbox.%s: '%s' is not allowed here (allowed: %s)", field, v ?: "(none)",
+                            known ?: "?");
+        *ret = strdup(v);
+        return *ret ? 0 : -ENOMEM;
+}
+
+int policy_resolve(const Policy *p, const SandboxBlock *block, ResolvedPolicy **ret, char **ret_error) {
+        _cleanup_(resolved_policy_freep) ResolvedPolicy *r = NULL;
+        json_object *profiles = get(p->profiles, "profiles"), *knobs = get(p->profiles, "knobs"), *prof;
+        _cleanup_free_ char *known = keys_joined(profiles), *known_backends = keys_joined(get(p->profiles, "backends"));
+        const char *backend;
+        int k;
+
+        if (!block->profile)
+                return fail(ret_error, "sandbox.profile: missing; every job needs a profile (\"none\" opts "
+                            "out explicitly; known: %s)", known ?: "?");
+        prof = get(profiles, block->profile);
+        if (!prof)
+                return fail(ret_error, "sandbox.profile: unknown profile '%s' (known: %s)", block->profile,
+                            known ?: "?");
+        backend = block->backend ?: json_object_get_string(get(prof, "default_backend"));
+        if (!backend || !get(get(p->profiles, "backends"), backend))
+                return fail(ret_error, "sandbox.backend: unknown backend '%s' (known: %s)", backend ?: "(none)",
+                            known_backends ?: "?");
+
+        r = calloc(1, sizeof *r);
+        if (!r)
+                return -ENOMEM;
+        r->profile = strdup(block->profile);
+        if (!r->profile)
+                return -ENOMEM;
+        k = pick(get(prof, "backends"), block->backend, json_object_get_string(get(prof, "default_backend")),
+                 "backend", &r->backend, ret_error);
+        if (k < 0)
+                return k;
+        k = pick(get(p->profiles, "tiers"), block->tier, json_object_get_string(get(prof, "default_tier")),
+                 "tier", &r->tier, ret_error);
+        if (k < 0)
+                return k;
+        r->confined = json_object_get_boolean(get(prof, "confined"));
+        r->fs = fs_posture_from_string(json_object_get_string(get(prof, "filesystem")));
+        r->net = net_posture_from_string(json_object_get_string(get(prof, "network")));
+        r->nofile = (uint64_t) json_object_get_int64(get(get(prof, "rlimits"), "nofile"));
+        r->nproc = (uint64_t) json_object_get_int64(get(get(prof, "rlimits"), "nproc"));
+
+        json_object_object_foreach(get(prof, "defaults"), dk, dv) {
+                k = knob_apply(knobs, r, dk, dv, ret_error);
+                if (k < 0)
+                        return k;
+        }
+        if (block->overrides) {
+                if (!json_object_is_type(block->overrides, json_type_object))
+                        return fail(ret_error, "sandbox.overrides: must be an object");
+                json_object_object_foreach(block->overrides, ok, ov) {
+                        k = knob_apply(knobs, r, ok, ov, ret_error);
+                        if (k < 0)
+                                return k;
+                }
+        }
+        *ret = TAKE_PTR(r);
+        return 0;
+}
+
+ResolvedPolicy *resolved_policy_free(ResolvedPolicy *r) {
+        if (!r)
+                return NULL;
+        free(r->profile);
+        free(r->backend);
+        free(r->tier);
+        free(r->image);
+        free(r);
+        return NULL;
+}
+
+/* Every profile must resolve with its own defaults and name only known postures and backends; a policy
+ * file that does not is refused as a whole rather than half-applied. */
+static int policy_validate(const Policy *p, char **ret_error) {
+        json_object *profiles = get(p->profiles, "profiles"), *backends = get(p->profiles, "backends");
+
+        if (!json_object_is_type(profiles, json_type_object) || !json_object_is_type(backends, json_type_object) ||
+            !json_object_is_type(get(p->profiles, "knobs"), json_type_object) ||
+            !json_object_is_type(get(p->profiles, "tiers"), json_type_array))
+                return fail(ret_error, "policy: profiles.json needs objects profiles, knobs, backends and an "
+                            "array tiers");
+        json_object_object_foreach(profiles, name, prof) {
+                SandboxBlock b = { .profile = name };
+                _cleanup_(resolved_policy_freep) ResolvedPolicy *r = NULL;
+                json_object *rl = get(prof, "rlimits");
+                int k;
+
+                if (!json_object_is_type(get(prof, "confined"), json_type_boolean) ||
+                    fs_posture_from_string(json_object_get_string(get(prof, "filesystem"))) < 0 ||
+                    net_posture_from_string(json_object_get_string(get(prof, "network"))) < 0 ||
+                    !json_object_is_type(get(prof, "defaults"), json_type_object) ||
+                    !json_object_is_type(get(rl, "nofile"), json_type_int) ||
+                    !json_object_is_type(get(rl, "nproc"), json_type_int) ||
+                    json_object_get_int64(get(rl, "nofile")) <= 0 || json_object_get_int64(get(rl, "nproc")) <= 0)
+                        return fail(ret_error, "policy: profile %s: needs confined, filesystem, network, "
+                                    "defaults and positive rlimits.nofile/nproc", name);
+                for (size_t i = 0; i < json_object_array_length(get(prof, "backends")); i++)
+                        if (!get(backends, json_object_get_string(json_object_array_get_idx(get(prof, "backends"), i))))
+                                return fail(ret_error, "policy: profile %s names an unknown backend", name);
+                /* A confined profile can never run on the host network or filesystem. */
+                if (json_object_get_boolean(get(prof, "confined")) &&
+                    (streq(json_object_get_string(get(prof, "network")), "open") ||
+                     streq(json_object_get_string(get(prof, "filesystem")), "host")))
+                        return fail(ret_error, "policy: confined profile %s cannot have an open posture", name);
+                k = policy_resolve(p, &b, &r, ret_error);
+                if (k < 0)
+                        return k;
+                if (!r->image || r->memory_bytes == 0 || r->cpus_milli == 0 || r->pids_limit == 0 ||
+                    r->tmpfs_bytes == 0)
+                        return fail(ret_error, "policy: profile %s: defaults must set every knob", name);
+        }
+        return 0;
+}
+
+static int load_json(const char *dir, const char *name, json_object **ret, char **ret_error) {
+        _cleanup_free_ char *path = NULL, *buf = NULL, *err = NULL;
+        size_t len;
+        int r;
+
+        if (asprintf(&path, "%s/%s", dir, name) < 0)
+                return -ENOMEM;
+        r = read_full_file(path, JSON_STRICT_MAX_BYTES, &buf, &len);
+        if (r < 0)
+                return fail(ret_error, "policy: cannot read %s: %s", path, strerror(-r)), r;
+        r = json_parse_strict(buf, len, JSON_STRICT_MAX_BYTES, JSON_STRICT_MAX_DEPTH, ret, &err);
+        if (r < 0)
+                return fail(ret_error, "policy: %s: %s", path, err ?: "invalid JSON"), r;
+        return 0;
+}
+
+int policy_load(const char *dir, Policy **ret, char **ret_error) {
+        _cleanup_(policy_freep) Policy *p = NULL;
+        int r;
+
+        p = calloc(1, sizeof *p);
+        if (!p)
+                return -ENOMEM;
+        r = load_json(dir, "profiles.json", &p->profiles, ret_error);
+        if (r < 0)
+                return r;
+        r = load_json(dir, "seccomp.json", &p->seccomp, ret_error);
+        if (r < 0)
+                return r;
+        r = policy_validate(p, ret_error);
+        if (r < 0)
+                return r;
+        r = seccomp_policy_check(p->seccomp, ret_error);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(p);
+        return 0;
+}
+
+Policy *policy_free(Policy *p) {
+        if (!p)
+                return NULL;
+        json_object_put(p->profiles);
+        json_object_put(p->seccomp);
+        free(p);
+        return NULL;
+}

@@ -1,0 +1,38 @@
+/* runc.c: the runc provider. create/start (not run) so that the container's init is re-parented to
+ * the supervisor (a child subreaper): its exact exit status is waited for directly, and the container's
+ * cgroup survives until delete, so its OOM counters can still be read. */
+#include <string.h>
+
+#include "config.h"
+#include "macro.h"
+#include "runtime.h"
+
+static int runc_check(char **ret_reason) {
+        _cleanup_free_ char *path = NULL;
+        int r = find_binary(POND_RUNC, &path);
+
+        if (r < 0 && ret_reason)
+                *ret_reason = strdup("runc is not installed (" POND_RUNC " not found in PATH)");
+        return r;
+}
+
+static int runc_create_argv(const RuntimeJob *j, char ***ret) {
+        return strv_build(ret, POND_RUNC, "--root", j->state_root, "create", "--bundle", j->bundle,
+                          "--pid-file", j->pid_file, j->container_id, NULL);
+}
+
+static int runc_start_argv(const RuntimeJob *j, char ***ret) {
+        return strv_build(ret, POND_RUNC, "--root", j->state_root, "start", j->container_id, NULL);
+}
+
+static int runc_delete_argv(const RuntimeJob *j, char ***ret) {
+        return strv_build(ret, POND_RUNC, "--root", j->state_root, "delete", "--force", j->container_id, NULL);
+}
+
+const RuntimeProvider runtime_runc = {
+        .name = "runc",
+        .check = runc_check,
+        .create_argv = runc_create_argv,
+        .start_argv = runc_start_argv,
+        .delete_argv = runc_delete_argv,
+};

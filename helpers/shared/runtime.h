@@ -1,0 +1,37 @@
+/* runtime.h: OCI runtime providers, looked up by name from one table. An unknown name, or a provider
+ * that cannot enforce its isolation on this host, is refused: never replaced by another. */
+#pragma once
+
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef struct RuntimeJob {
+        const char *state_root;   /* the runtime's --root: pond's own, not the host default */
+        const char *bundle;
+        const char *container_id;
+        const char *pid_file;
+} RuntimeJob;
+
+typedef struct RuntimeProvider {
+        const char *name;
+        /* 0 if this host can run and enforce the backend; else -errno and a reason. */
+        int (*check)(char **ret_reason);
+        /* argv of the create step (runs inside the job's scope; the container's init is left waiting). */
+        int (*create_argv)(const RuntimeJob *j, char ***ret);
+        int (*start_argv)(const RuntimeJob *j, char ***ret);
+        int (*delete_argv)(const RuntimeJob *j, char ***ret);
+} RuntimeProvider;
+
+extern const RuntimeProvider runtime_runc;
+
+const RuntimeProvider *runtime_provider_find(const char *name);
+
+/* Runs argv to completion (stdin /dev/null, stdout to stderr), killing it after timeout_usec.
+ * Returns its exit status (>= 0) or -errno. */
+int runtime_exec(char **argv, uint64_t timeout_usec);
+
+/* Looks up a binary in PATH (or takes an absolute path). */
+int find_binary(const char *name, char **ret);
+
+/* NULL-terminated vector helpers. */
+int strv_build(char ***ret, ...);

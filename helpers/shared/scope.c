@@ -1,0 +1,213 @@
+/* scope.c: StartTransientUnit/KillUnit/StopUnit over sd-bus for the payload's scope, and its cgroup. */
+#include <signal.h>
+#include <stdarg.h>
+#include <string.h>
+#include <time.h>
+
+#include "fileio.h"
+#include "log.h"
+#include "scope.h"
+
+#define SCOPE_WAIT_USEC (30ULL * 1000 * 1000)
+
+static void bus_message_unrefp(sd_bus_message **m) {
+        sd_bus_message_unref(*m);
+}
+static void bus_slot_unrefp(sd_bus_slot **s) {
+        sd_bus_slot_unref(*s);
+}
+
+int unit_name_for_job(const char *job_id, const char *suffix, char **ret) {
+        char *s = NULL;
+        if (asprintf(&s, "pond-%s%s", job_id, suffix) < 0)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}
+
+typedef struct JobWait {
+        const char *job_path;
+        bool done;
+        char *result;
+} JobWait;
+
+static int on_job_removed(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        JobWait *w = userdata;
+        const char *path, *unit, *result;
+        uint32_t id;
+
+        if (sd_bus_message_read(m, "uoss", &id, &path, &unit, &result) < 0)
+                return 0;
+        if (w->job_path && streq(path, w->job_path)) {
+                w->done = true;
+                w->result = strdup(result);
+        }
+        return 0;
+}
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+}
+
+static int wait_for_job(sd_bus *bus, JobWait *w) {
+        uint64_t deadline = now_usec() + SCOPE_WAIT_USEC;
+
+        while (!w->done) {
+                int r = sd_bus_process(bus, NULL);
+                if (r < 0)
+                        return r;
+                if (r > 0)
+                        continue;
+                if (now_usec() >= deadline)
+                        return -ETIMEDOUT;
+                r = sd_bus_wait(bus, deadline - now_usec());
+                if (r < 0)
+                        return r;
+        }
+        return w->result && streq(w->result, "done") ? 0 : -EIO;
+}
+
+static int append_properties(sd_bus_message *m, pid_t pid, const ScopeLimits *l, const char *bound_to,
+                             const char *description) {
+        int r;
+
+        r = sd_bus_message_open_container(m, 'a', "(sv)");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)",
+                                          "PIDs", "au", 1, (uint32_t) pid,
+                                          "Slice", "s", POND_SLICE,
+                                          "Delegate", "b", 1,
+                                          "MemoryMax", "t", l->memory_bytes,
+                                          "CPUQuotaPerSecUSec", "t", l->cpus_milli * 1000,
+                                          "TasksMax", "t", l->pids_limit,
+                                          "CollectMode", "s", "inactive-or-failed",
+                                          "Description", "s", description);
+        /* If the job's service goes away, so does its payload, whatever state the supervisor is in. */
+        if (r >= 0 && bound_to)
+                r = sd_bus_message_append(m, "(sv)(sv)", "BindsTo", "as", 1, bound_to, "After", "as", 1,
+                                          bound_to);
+        if (r >= 0)
+                r = sd_bus_message_close_container(m);
+        return r;
+}
+
+int scope_start(sd_bus *bus, const char *unit, pid_t pid, const ScopeLimits *limits, const char *bound_to,
+                const char *description) {
+        _cleanup_(bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
+        _cleanup_(bus_slot_unrefp) sd_bus_slot *slot = NULL;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        JobWait w = {};
+        const char *job;
+        int r;
+
+        r = sd_bus_match_signal(bus, &slot, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+                                "org.freedesktop.systemd1.Manager", "JobRemoved", on_job_removed, &w);
+        if (r < 0)
+                return log_debug_errno(r, "Cannot watch systemd jobs: %m");
+        r = sd_bus_message_new_method_call(bus, &m, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+                                           "org.freedesktop.systemd1.Manager", "StartTransientUnit");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "ss", unit, "fail");
+        if (r >= 0)
+                r = append_properties(m, pid, limits, bound_to, description);
+        if (r >= 0)
+                r = sd_bus_message_append(m, "a(sa(sv))", 0);
+        if (r < 0)
+                return log_debug_errno(r, "Cannot build StartTransientUnit call: %m");
+        r = sd_bus_call(bus, m, 0, &error, &reply);
+        if (r < 0) {
+                log_debug_errno(r, "StartTransientUnit(%s) failed: %s", unit, error.message ?: "?");
+                sd_bus_error_free(&error);
+                return r;
+        }
+        r = sd_bus_message_read(reply, "o", &job);
+        if (r < 0)
+                return r;
+        w.job_path = job;
+        r = wait_for_job(bus, &w);
+        if (r < 0)
+                log_debug_errno(r, "Scope %s did not start (%s): %m", unit, w.result ?: "no result");
+        free(w.result);
+        return r;
+}
+
+static int manager_call(sd_bus *bus, const char *method, const char *types, ...) {
+        _cleanup_(bus_message_unrefp) sd_bus_message *m = NULL;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        va_list ap;
+        int r;
+
+        r = sd_bus_message_new_method_call(bus, &m, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+                                           "org.freedesktop.systemd1.Manager", method);
+        if (r < 0)
+                return r;
+        va_start(ap, types);
+        r = sd_bus_message_appendv(m, types, ap);
+        va_end(ap);
+        if (r < 0)
+                return r;
+        r = sd_bus_call(bus, m, 0, &error, NULL);
+        if (r < 0 && sd_bus_error_has_names(&error, "org.freedesktop.systemd1.NoSuchUnit",
+                                            "org.freedesktop.systemd1.NoSuchProcess"))
+                r = -ENOENT;
+        else if (r < 0)
+                log_debug_errno(r, "%s failed: %s", method, error.message ?: "?");
+        sd_bus_error_free(&error);
+        return r;
+}
+
+int scope_kill(sd_bus *bus, const char *unit) {
+        return manager_call(bus, "KillUnit", "ssi", unit, "all", (int32_t) SIGKILL);
+}
+
+int unit_cgroup_path(sd_bus *bus, const char *unit, char **ret) {
+        _cleanup_free_ char *object = NULL;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        int r;
+
+        r = sd_bus_path_encode("/org/freedesktop/systemd1/unit", unit, &object);
+        if (r < 0)
+                return r;
+        r = sd_bus_get_property_string(bus, "org.freedesktop.systemd1", object,
+                                       "org.freedesktop.systemd1.Scope", "ControlGroup", &error, ret);
+        sd_bus_error_free(&error);
+        return r;
+}
+
+static int unit_is_gone(sd_bus *bus, const char *unit) {
+        _cleanup_free_ char *object = NULL, *state = NULL;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        int r;
+
+        r = sd_bus_path_encode("/org/freedesktop/systemd1/unit", unit, &object);
+        if (r < 0)
+                return r;
+        r = sd_bus_get_property_string(bus, "org.freedesktop.systemd1", object,
+                                       "org.freedesktop.systemd1.Unit", "ActiveState", &error, &state);
+        sd_bus_error_free(&error);
+        if (r < 0)
+                return r;
+        return streq(state, "inactive") || streq(state, "failed");
+}
+
+int scope_stop(sd_bus *bus, const char *unit) {
+        uint64_t deadline = now_usec() + SCOPE_WAIT_USEC;
+        int r;
+
+        /* Killing first makes the stop immediate instead of waiting for SIGTERM to be honoured. */
+        (void) scope_kill(bus, unit);
+        r = manager_call(bus, "StopUnit", "ss", unit, "replace");
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return r;
+        while ((r = unit_is_gone(bus, unit)) == 0) {
+                if (now_usec() >= deadline)
+                        return -ETIMEDOUT;
+                usleep(10 * 1000);
+        }
+        /* r < 0: the unit was unloaded (garbage-collected): gone too. */
+        return 0;
+}

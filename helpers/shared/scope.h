@@ -1,0 +1,36 @@
+/* scope.h: the payload's transient scope (pond-ID.scope in pond.slice), created over D-Bus. */
+#pragma once
+
+#include <stdint.h>
+#include <sys/types.h>
+#include <systemd/sd-bus.h>
+
+#include "policy.h"
+
+#define POND_SLICE "pond.slice"
+
+typedef struct ScopeLimits {
+        uint64_t memory_bytes;
+        uint64_t cpus_milli;
+        uint64_t pids_limit;
+} ScopeLimits;
+
+/* Starts unit (e.g. "pond-ID.scope") around pid with Delegate=yes and the limits, bound to bound_to
+ * (the job's service, or NULL), and waits until systemd reports the start job done. */
+int scope_start(sd_bus *bus, const char *unit, pid_t pid, const ScopeLimits *limits, const char *bound_to,
+                const char *description);
+
+/* SIGKILLs every process of the unit (recursively, container included). -ENOENT if not loaded. */
+int scope_kill(sd_bus *bus, const char *unit);
+
+/* Stops the unit and waits (bounded) until it is gone. Idempotent: a unit that is not loaded is fine. */
+int scope_stop(sd_bus *bus, const char *unit);
+
+/* The unit's cgroup path relative to a hierarchy root (the ControlGroup property). */
+int unit_cgroup_path(sd_bus *bus, const char *unit, char **ret);
+
+/* Number of OOM kills recorded for a cgroup (v1 memory.oom_control or v2 memory.events), summed over
+ * the cgroup and its descendants, since v1 counts a kill only where the limit was hit. */
+int cgroup_oom_kills(const char *cgroup_path, uint64_t *ret);
+
+int unit_name_for_job(const char *job_id, const char *suffix, char **ret);

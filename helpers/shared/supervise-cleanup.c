@@ -1,0 +1,89 @@
+/* supervise-cleanup.c: `pond-run --cleanup ID`, the unit's ExecStopPost. Runs after the supervisor has
+ * exited for whatever reason (even SIGKILL) and removes what it may have left: the scope, the container,
+ * mounts and directories, a half-staged result. Every step is idempotent. If the job has no result, a
+ * signed "failed" one is written so the control plane is not left guessing. */
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "config.h"
+#include "fileio.h"
+#include "keys.h"
+#include "log.h"
+#include "result.h"
+#include "scope.h"
+#include "supervise-launch.h"
+
+static void remove_runtime_state(const JobPaths *paths) {
+        static const char *const backends[] = { "runc" };
+
+        for (size_t i = 0; i < ELEMENTSOF(backends); i++) {
+                const RuntimeProvider *p = runtime_provider_find(backends[i]);
+                _cleanup_strv_free_ char **argv = NULL;
+                RuntimeJob rj = { .state_root = paths->runtime_root, .container_id = paths->container };
+                _cleanup_free_ char *state = NULL;
+
+                if (!p || asprintf(&state, "%s/%s", paths->runtime_root, paths->container) < 0)
+                        continue;
+                if (access(state, F_OK) < 0 || p->delete_argv(&rj, &argv) < 0)
+                        continue;
+                if (runtime_exec(argv, 30ULL * 1000 * 1000) != 0)
+                        log_warning("%s delete of %s failed.", p->name, paths->container);
+        }
+}
+
+static bool result_exists(const JobPaths *paths, const char *id) {
+        _cleanup_free_ char *p = NULL;
+        return asprintf(&p, "%s/%s/%s", paths->results, id, RESULT_JSON_FILE) >= 0 && access(p, F_OK) == 0;
+}
+
+static void write_failed_result(Job *j) {
+        const char *creds = getenv("CREDENTIALS_DIRECTORY");
+        _cleanup_free_ char *key = NULL, *spec = NULL;
+        _cleanup_free_ char *err = NULL;
+
+        if (asprintf(&key, "%s/%s", creds ?: POND_KEYDIR, creds ? "pond-sign.key" : "sign.key") < 0 ||
+            key_load_secret(key, KEY_SIGN_SECRET_SIZE, &j->sign_sk) < 0)
+                return;
+        if (asprintf(&spec, "%s/job.json", j->paths.spool) >= 0 &&
+            read_full_file(spec, 1024 * 1024, &j->spec_buf, &j->spec_len) >= 0)
+                (void) job_spec_parse(j->spec_buf, j->spec_len, &j->spec, &err);
+        j->reason = strdup("the supervisor exited before the job finished");
+        (void) job_write_result(j, "failed");
+}
+
+int supervise_cleanup(const char *job_id) {
+        Job j = { .id = job_id, .audit.job_id = job_id, .exit_status = -1, .input.checkout_fd = -EBADF,
+                  .out_pipe = { -EBADF, -EBADF }, .err_pipe = { -EBADF, -EBADF } };
+        _cleanup_close_ int results_fd = -EBADF;
+        int r, ret = 0;
+
+        r = job_paths_init(&j.paths, job_id);
+        if (r < 0)
+                return log_error_errno(r, "Invalid job id '%s'.", job_id);
+        r = sd_bus_open_system(&j.bus);
+        if (r >= 0) {
+                r = scope_stop(j.bus, j.paths.scope);
+                if (r < 0)
+                        ret = log_error_errno(r, "Cannot stop %s: %m", j.paths.scope);
+        } else
+                ret = log_error_errno(r, "Cannot connect to the system bus to stop %s: %m", j.paths.scope);
+        remove_runtime_state(&j.paths);
+        r = job_teardown(&j);
+        if (r < 0)
+                ret = r;
+        results_fd = open(j.paths.results, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (results_fd >= 0)
+                (void) result_stage_abort(results_fd, job_id);
+        if (!result_exists(&j.paths, job_id))
+                write_failed_result(&j);
+        audit_event(&j.audit, POND_EVENT_CLEANED, AUDIT_NO_RC, "cleaned up%s", ret < 0 ? " (with errors)" : "");
+        sd_bus_flush_close_unref(j.bus);
+        j.spec = job_spec_free(j.spec);
+        free(j.spec_buf);
+        free(j.reason);
+        if (j.sign_sk)
+                secret_free(j.sign_sk);
+        job_paths_done(&j.paths);
+        return ret;
+}

@@ -1,0 +1,122 @@
+/* supervise-finish.c: after the payload: record the outcome, remove the container and its scope, sign the
+ * result, and leave nothing behind (also as `pond-run --cleanup`, the unit's ExecStopPost). */
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <systemd/sd-daemon.h>
+
+#include "fileio.h"
+#include "log.h"
+#include "result.h"
+#include "scope.h"
+#include "supervise-launch.h"
+
+#define RUNTIME_DELETE_USEC (30ULL * 1000 * 1000)
+
+static int delete_container(const RuntimeProvider *p, const JobPaths *paths) {
+        _cleanup_strv_free_ char **argv = NULL;
+        RuntimeJob rj = { .state_root = paths->runtime_root, .container_id = paths->container };
+        _cleanup_free_ char *state = NULL;
+        int r;
+
+        /* No state dir: nothing to delete, and no runtime to start for it. */
+        if (asprintf(&state, "%s/%s", paths->runtime_root, paths->container) < 0)
+                return -ENOMEM;
+        if (access(state, F_OK) < 0)
+                return 0;
+        r = p->delete_argv(&rj, &argv);
+        if (r < 0)
+                return r;
+        r = runtime_exec(argv, RUNTIME_DELETE_USEC);
+        return r == 0 ? 0 : r < 0 ? r : -EIO;
+}
+
+static void reap_init(Job *j) {
+        /* A failure before or during the loop may leave the container's init running: kill, then reap. */
+        if (j->init_pid > 0 && j->exit_status < 0 && j->exit_signal == 0) {
+                siginfo_t si = {};
+                if (j->bus)
+                        (void) scope_kill(j->bus, j->paths.scope);
+                (void) kill(j->init_pid, SIGKILL);
+                if (waitid(P_PID, (id_t) j->init_pid, &si, WEXITED) >= 0) {
+                        j->exit_signal = si.si_code == CLD_EXITED ? 0 : si.si_status;
+                        j->exit_status = si.si_code == CLD_EXITED ? si.si_status : -1;
+                }
+        }
+        if (j->create_pid > 0) {
+                (void) kill(j->create_pid, SIGKILL);
+                (void) waitpid(j->create_pid, NULL, 0);
+                j->create_pid = 0;
+        }
+}
+
+int job_finish(Job *j, int r) {
+        uint64_t ooms = 0;
+        const char *status;
+        int rc;
+
+        reap_init(j);
+        if (j->scope_cgroup && cgroup_oom_kills(j->scope_cgroup, &ooms) >= 0 && ooms > 0)
+                j->oom_killed = true;
+        if (j->provider && delete_container(j->provider, &j->paths) < 0)
+                log_warning("Could not delete container %s; cleanup will retry.", j->paths.container);
+        if (j->bus && scope_stop(j->bus, j->paths.scope) < 0)
+                log_warning("Could not stop %s; cleanup will retry.", j->paths.scope);
+        if (j->input.started) {
+                pthread_join(j->input.thread, NULL);
+                j->input.started = false;
+                if (j->input.r < 0) {
+                        log_error_errno(j->input.r, "Cannot hash the job's input: %m");
+                        j->input.hex[0] = 0;
+                        r = r < 0 ? r : j->input.r;
+                }
+        }
+        if (j->ended_usec == 0) {
+                j->ended_usec = clock_usec(CLOCK_REALTIME);
+                j->ended_mono = clock_usec(CLOCK_MONOTONIC);
+        }
+        status = r < 0 ? "failed" : j->cancelled ? "cancelled" : "completed";
+        if (r < 0 && !j->reason)
+                j->reason = strdup("pond could not run the job (see the journal of its unit)");
+        rc = j->exit_status >= 0 ? j->exit_status : j->exit_signal > 0 ? 128 + j->exit_signal : AUDIT_NO_RC;
+        audit_event(&j->audit, r < 0 ? POND_EVENT_FAILED : POND_EVENT_EXITED, rc,
+                    "%s: rc %d, signal %d%s%s%s", status, j->exit_status, j->exit_signal,
+                    j->timed_out ? ", timed out" : "", j->oom_killed ? ", OOM-killed" : "",
+                    j->cancelled ? ", cancelled" : "");
+        sd_notifyf(false, "STATUS=signing (%s)", status);
+        if (job_write_result(j, status) < 0)
+                return POND_RUN_EXIT_FAILED;
+        return r < 0 ? POND_RUN_EXIT_FAILED : POND_RUN_EXIT_OK;
+}
+
+/* Everything below the job's runtime dir, in dependency order; an error leaves the rest for a retry. */
+static int teardown_paths(const JobPaths *paths) {
+        _cleanup_free_ char *parent = NULL;
+        _cleanup_close_ int pfd = -EBADF;
+        const char *base;
+        int r;
+
+        r = stage_teardown(paths->run);
+        if (r < 0)
+                return r;
+        r = image_cleanup(paths->run);
+        if (r < 0)
+                return r;
+        base = strrchr(paths->run, '/');
+        parent = strndup(paths->run, (size_t) (base - paths->run));
+        if (!parent)
+                return -ENOMEM;
+        pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (pfd < 0)
+                return errno == ENOENT ? 0 : -errno;
+        return rm_rf_at(pfd, base + 1);
+}
+
+int job_teardown(Job *j) {
+        int r = teardown_paths(&j->paths);
+        if (r < 0)
+                log_warning_errno(r, "Could not remove %s: %m; cleanup will retry.", j->paths.run);
+        return r;
+}

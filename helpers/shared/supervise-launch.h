@@ -1,0 +1,13 @@
+/* supervise-launch.h: the phases of a running job, each in its own file. */
+#pragma once
+
+#include "supervise.h"
+
+/* supervise-launch.c: stage, image, bundle, input hashing, scope, runtime create + start. */
+int job_launch(Job *j);
+/* supervise-loop.c: output, wall clock, cancellation, until the container's init has exited. */
+int job_run_loop(Job *j);
+/* supervise-finish.c: outcome, runtime and scope removal, artifacts, signed result. Returns the exit code. */
+int job_finish(Job *j, int r);
+/* supervise-finish.c: unmounts and removes the job's runtime directory; idempotent. */
+int job_teardown(Job *j);

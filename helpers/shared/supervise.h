@@ -1,0 +1,87 @@
+/* supervise.h: pond-run's job: refuse or run one job end to end and leave a signed result. */
+#pragma once
+
+#include <json-c/json.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <systemd/sd-bus.h>
+
+#include "audit.h"
+#include "hash.h"
+#include "image.h"
+#include "output.h"
+#include "policy.h"
+#include "runtime.h"
+#include "spec.h"
+#include "stage.h"
+
+/* pond-run's exit status: the job's own status is in the result, never here. */
+enum {
+        POND_RUN_EXIT_OK = 0,      /* a result was written (whatever the job did) */
+        POND_RUN_EXIT_USAGE = 2,
+        POND_RUN_EXIT_REFUSED = 3, /* refused before anything ran; a signed refusal was written if possible */
+        POND_RUN_EXIT_FAILED = 4,  /* pond itself failed; a signed failure was written if possible */
+};
+
+typedef struct JobPaths {
+        char *spool;       /* STATEDIR/jobs/ID: job.json as issued, log/ */
+        char *results;     /* STATEDIR/results */
+        char *images;      /* STATEDIR/images: directory images */
+        char *run;         /* RUNDIR/jobs/ID: staging, rootfs, bundle; removed afterwards */
+        char *bundle;      /* run/bundle */
+        char *runtime_root;/* RUNDIR/runtime: the runtimes' state, pond's own */
+        char *scope;       /* pond-ID.scope */
+        char *container;   /* pond-ID */
+} JobPaths;
+
+typedef struct InputHash {
+        pthread_t thread;
+        bool started;
+        const char *spec;
+        size_t spec_len;
+        int checkout_fd;
+        int r;
+        char hex[SHA256_HEX_SIZE];
+} InputHash;
+
+typedef struct Job {
+        const char *id;
+        AuditContext audit;
+        JobPaths paths;
+        char *spec_buf;
+        size_t spec_len;
+        JobSpec *spec;
+        Policy *policy;
+        ResolvedPolicy *resolved;
+        const RuntimeProvider *provider;
+        Stage stage;
+        bool staged;
+        ImageLayout image;
+        InputHash input;
+        OutputLog log;
+        bool log_open;
+        sd_bus *bus;
+        char *scope_cgroup;
+        pid_t create_pid;
+        pid_t init_pid;
+        int out_pipe[2], err_pipe[2];
+        /* outcome */
+        char *reason;
+        int exit_status;   /* rc, or -1 */
+        int exit_signal;   /* signal number or 0 */
+        bool timed_out, cancelled, oom_killed;
+        uint64_t accepted_usec, started_usec, ended_usec, started_mono, ended_mono;
+        uint8_t *sign_sk;  /* sodium_malloc'd */
+} Job;
+
+int supervise(const char *job_id);
+int supervise_cleanup(const char *job_id);
+
+/* supervise-paths.c */
+int job_paths_init(JobPaths *p, const char *job_id);
+void job_paths_done(JobPaths *p);
+
+/* supervise-result.c */
+int job_write_result(Job *j, const char *status);

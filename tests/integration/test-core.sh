@@ -1,0 +1,186 @@
+#!/bin/bash
+# test-core.sh: the core job path through real pond-job@ID units on a real systemd with a real runtime
+# (POND_TEST_BACKEND, default runc): success and a verifying result, confinement, limits, time-outs,
+# the write posture's change set, refusals, and no leftovers, also after kill -9 of the supervisor.
+. "$(dirname "${BASH_SOURCE[0]}")/pond.sh"
+need_box
+
+# --- a job succeeds and its result verifies
+id=$(new_id ok)
+run_job "$id" --profile untrusted-code-write -- sh -c 'echo hello-out; echo hello-err >&2; exit 3'
+t_eq "job's exit status is pondctl's" 3 "$RC"
+t_like "stdout streamed" "hello-out" "$OUT"
+t_like "stderr streamed" "hello-err" "$OUT"
+t_ok "result verifies with the worker key" \
+        pond verify --pubkey /etc/pond/keys/sign.pub --job-id "$id" "$POND_STATE/results/$id"
+t_fail "result does not verify as another job" \
+        pond verify --pubkey /etc/pond/keys/sign.pub --job-id "other-$id" "$POND_STATE/results/$id"
+t_eq "result records rc" 3 "$(result_field "$id" 'r["exit"]["rc"]')"
+t_eq "result records status" completed "$(result_field "$id" 'r["status"]')"
+t_eq "result records profile" untrusted-code-write "$(result_field "$id" 'r["profile"]')"
+t_eq "result records backend" "$BACKEND" "$(result_field "$id" 'r["backend"]')"
+t_eq "log kept in the result" "hello-out" "$(in_box cat "$POND_STATE/results/$id/log/stdout")"
+t_like "journal: accepted, started, exited, signed" "accepted.*started.*exited.*signed" \
+        "$(in_box journalctl -q -o cat --output-fields=POND_EVENT POND_JOB_ID="$id" | tr '\n' ' ')"
+t_clean "nothing left after a job" "$id"
+
+# --- confinement as seen from inside
+id=$(new_id ident)
+run_job "$id" --profile untrusted-code-write -- sh -c \
+        'id -u; id -g; grep -E "^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):" /proc/self/status;
+         ls /proc/self/fd | tr "\n" " "; echo; env | sort'
+t_eq "runs as uid 1000" 1000 "$(sed -n 1p <<<"$OUT")"
+t_eq "runs as gid 1000" 1000 "$(sed -n 2p <<<"$OUT")"
+for cap in CapInh CapPrm CapEff CapBnd CapAmb; do
+        t_like "$cap is empty" "^$cap:[[:space:]]+0000000000000000$" "$(grep "^$cap:" <<<"$OUT")"
+done
+t_like "no_new_privs" "^NoNewPrivs:[[:space:]]+1$" "$(grep NoNewPrivs <<<"$OUT")"
+t_like "seccomp filter on" "^Seccomp:[[:space:]]+2$" "$(grep '^Seccomp:' <<<"$OUT")"
+t_eq "only fds 0 1 2 (+ ls's own)" "0 1 2 3 " "$(sed -n 10p <<<"$OUT")"
+t_eq "nothing of systemd's or the supervisor's environment" "" \
+        "$(grep -E '^(INVOCATION_ID|NOTIFY_SOCKET|CREDENTIALS_DIRECTORY|JOURNAL_STREAM|SYSTEMD_|LISTEN_|MAINPID)' <<<"$OUT")"
+t_like "POND_JOB_ID set" "^POND_JOB_ID=$id$" "$(grep POND_JOB_ID <<<"$OUT")"
+
+# --- filesystem posture
+id=$(new_id fs)
+run_job "$id" --profile untrusted-code-write -- sh -c \
+        'for p in /x /etc/x /usr/x /var/x /workspace/ok /tmp/ok; do
+                 if touch $p 2>/dev/null; then echo "$p writable"; else echo "$p refused"; fi; done'
+for p in /x /etc/x /usr/x /var/x; do
+        t_like "write to $p fails" "^$p refused$" "$(grep "^$p " <<<"$OUT")"
+done
+t_like "write to /workspace works" "^/workspace/ok writable$" "$(grep '^/workspace/ok ' <<<"$OUT")"
+t_like "write to /tmp works" "^/tmp/ok writable$" "$(grep '^/tmp/ok ' <<<"$OUT")"
+
+# --- the write posture's change set; the source checkout never changes
+src=$(in_box mktemp -d /var/tmp/pond-src.XXXXXX)
+in_box sh -c "mkdir -p $src/sub && echo keep > $src/keep && echo old > $src/mod && echo bye > $src/gone &&
+              echo deep > $src/sub/deep && ln -s /etc/passwd $src/link && chown -R 4242:4242 $src"
+before=$(in_box sh -c "cd $src && find . -printf '%p %m %U %s %l\n' | sort && find . -type f -exec sha256sum {} + | sort")
+id=$(new_id write)
+run_job "$id" --profile untrusted-code-write --checkout "$src" -- sh -c \
+        'echo new >> /workspace/mod && echo added > /workspace/new && rm /workspace/gone &&
+         ln -s /etc/shadow /workspace/evil && cat /workspace/keep'
+t_eq "write job succeeds" 0 "$RC"
+t_like "checkout readable by the job" "keep" "$OUT"
+after=$(in_box sh -c "cd $src && find . -printf '%p %m %U %s %l\n' | sort && find . -type f -exec sha256sum {} + | sort")
+t_eq "source checkout unchanged (names, modes, owners, contents)" "$before" "$after"
+changes=$(result_field "$id" '" ".join(sorted(a["path"]+":"+a["change"] for a in r["artifacts"]))')
+t_eq "change set: added, modified, deleted, link" "evil:added gone:deleted mod:modified new:added" "$changes"
+t_eq "link recorded as a link, not followed" "link /etc/shadow" \
+        "$(result_field "$id" '" ".join(a["kind"]+" "+a.get("target","") for a in r["artifacts"] if a["path"]=="evil")')"
+t_eq "changed file's bytes in the result" "$(printf 'old\nnew')" \
+        "$(in_box cat "$POND_STATE/results/$id/artifacts/mod")"
+t_ok "write result verifies" pond verify --pubkey /etc/pond/keys/sign.pub --job-id "$id" "$POND_STATE/results/$id"
+ish=$(in_box "$PONDCTL" hash-input "$POND_STATE/jobs/$id/job.json")
+t_eq "input_sha reproducible by the control plane" "$ish" "$(result_field "$id" 'r["input_sha"]')"
+t_clean "nothing left after a write job" "$id"
+
+# --- read-only posture
+id=$(new_id ro)
+run_job "$id" --profile untrusted-code-read --checkout "$src" -- sh -c 'cat /workspace/keep; touch /workspace/x'
+t_like "read job reads the checkout" "keep" "$OUT"
+t_fail "read job cannot write /workspace" test "$RC" = 0
+t_clean "nothing left after a read job" "$id"
+in_box rm -rf "$src"
+
+# --- the payload's cgroup and limits; the supervisor stays outside
+id=$(new_id cg)
+in_box "$PONDCTL" run --quiet --job-id "$id" --backend "$BACKEND" --profile untrusted-code-write \
+        --memory 256M --cpus 0.5 --pids 100 -- sleep 30 >/dev/null 2>&1 &
+runner=$!
+if wait_running "$id"; then
+        props=$(in_box systemctl show "pond-$id.scope" -p Slice -p MemoryMax -p TasksMax -p CPUQuotaPerSecUSec -p Delegate)
+        t_like "scope in pond.slice" "^Slice=pond.slice$" "$(grep Slice <<<"$props")"
+        t_like "scope MemoryMax" "^MemoryMax=268435456$" "$(grep MemoryMax <<<"$props")"
+        t_like "scope TasksMax" "^TasksMax=100$" "$(grep TasksMax <<<"$props")"
+        t_like "scope CPUQuota" "^CPUQuotaPerSecUSec=500ms$" "$(grep CPUQuota <<<"$props")"
+        t_like "scope delegated" "^Delegate=yes$" "$(grep Delegate <<<"$props")"
+        pids=$(in_box sh -c "cat /sys/fs/cgroup/memory/pond.slice/pond-$id.scope/payload-$id/cgroup.procs")
+        t_like "payload runs below pond.slice/pond-$id.scope" "^[0-9]+" "$pids"
+        t_eq "kernel memory limit on the payload's cgroup" 268435456 \
+                "$(in_box cat "/sys/fs/cgroup/memory/pond.slice/pond-$id.scope/payload-$id/memory.limit_in_bytes")"
+        main=$(in_box systemctl show -P MainPID "pond-job@$id.service")
+        t_like "supervisor stays in its service" "pond-job@$id.service" "$(in_box cat /proc/"$main"/cgroup | grep memory)"
+        pond cancel "$id" >/dev/null 2>&1
+else
+        t_fail "job did not start" true
+fi
+wait "$runner"
+t_eq "cancelled job exits 130" 130 "$?"
+t_eq "result says cancelled" cancelled "$(result_field "$id" 'r["status"]')"
+t_clean "nothing left after a cancelled job" "$id"
+
+# --- memory hog: OOM-killed and reported
+id=$(new_id oom)
+run_job "$id" --profile untrusted-code-write --memory 64M -- python3 -c 'b = bytearray(512 << 20); print("survived")'
+t_eq "memory hog is killed" 137 "$RC"
+t_eq "result says OOM-killed" True "$(result_field "$id" 'r["exit"]["oom_killed"]')"
+t_eq "result says SIGKILL" SIGKILL "$(result_field "$id" 'r["exit"]["signal"]')"
+t_clean "nothing left after an OOM kill" "$id"
+
+# --- fork bomb: contained by pids, the host stays responsive
+id=$(new_id forks)
+run_job "$id" --profile untrusted-code-write --pids 64 --timeout 20 -- python3 -c '
+import os, time
+n = 0
+for i in range(2000):
+    try:
+        if os.fork() == 0:
+            time.sleep(10); os._exit(0)
+        n += 1
+    except OSError:
+        break
+print("forked", n)'
+n=$(sed -n 's/^forked \([0-9]*\)$/\1/p' <<<"$OUT")
+t_like "fork bomb stopped below the pids limit" "^[0-9]+$" "$n"
+[ -n "$n" ] && t_ok "forks capped ($n < 64)" test "$n" -lt 64
+t_ok "host still responsive" in_box timeout 5 systemctl is-system-running --wait
+t_clean "nothing left after a fork bomb" "$id"
+
+# --- wall clock
+id=$(new_id slow)
+start=$(date +%s)
+run_job "$id" --profile untrusted-code-write --timeout 2 -- sleep 60
+t_eq "timed-out job exits 124" 124 "$RC"
+t_ok "killed promptly" test $(( $(date +%s) - start )) -lt 30
+t_eq "result says timed_out" True "$(result_field "$id" 'r["exit"]["timed_out"]')"
+t_like "journal says timed-out" "timed-out" "$(in_box journalctl -q -o cat --output-fields=POND_EVENT POND_JOB_ID="$id")"
+t_clean "nothing left after a time-out" "$id"
+
+# --- refusals: before anything runs, with the reason
+refuse() { # DESC REASON-REGEX ARGS...
+        local desc=$1 re=$2 rid; shift 2
+        rid=$(new_id refuse)
+        OUT=$(pond run --quiet --job-id "$rid" "$@" -- true 2>&1); RC=$?
+        t_eq "refused: $desc (exit 125)" 125 "$RC"
+        t_like "refusal names the reason: $desc" "$re" "$OUT"
+}
+refuse "no profile" "profile" --backend "$BACKEND"
+refuse "unknown profile" "unknown profile" --profile untrusted-code-yolo
+refuse "unknown backend" "backend" --profile untrusted-code-write --backend nosuch
+refuse "kata on a host without it" "kata" --profile untrusted-code-write --backend kata
+refuse "memory out of bounds" "memory" --profile untrusted-code-write --memory 1T
+refuse "zero pids" "pids_limit" --profile untrusted-code-write --pids 0
+refuse "image that does not exist" "image" --profile untrusted-code-write --image nosuchimage
+t_like "journal has the refusal" "refused" \
+        "$(in_box journalctl -q -o cat --output-fields=POND_EVENT POND_EVENT=refused | tail -n 1)"
+
+# --- kill -9 of the supervisor mid-job: ExecStopPost removes everything
+id=$(new_id kill9)
+in_box "$PONDCTL" run --quiet --job-id "$id" --backend "$BACKEND" --profile untrusted-code-write -- sleep 60 \
+        >/dev/null 2>&1 &
+runner=$!
+if wait_running "$id"; then
+        in_box sh -c "kill -9 \$(systemctl show -P MainPID pond-job@$id.service)"
+        wait_gone "$id"
+        t_clean "nothing left after kill -9 of pond-run" "$id"
+        t_eq "a failed result is left for the control plane" failed "$(result_field "$id" 'r["status"]')"
+else
+        t_fail "job did not start" true
+fi
+wait "$runner"
+
+t_eq "no pond mounts at all" "" "$(in_box grep -F "$POND_RUN/jobs" /proc/self/mountinfo)"
+t_eq "no pond scopes at all" "" "$(in_box systemctl list-units --plain --no-legend 'pond-*.scope')"
+done_testing
