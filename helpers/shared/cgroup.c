@@ -72,3 +72,29 @@ int cgroup_oom_kills(const char *cgroup_path, uint64_t *ret) {
         /* v2 memory.events is hierarchical already. */
         return read_counter(fd, "memory.events", "oom_kill", ret);
 }
+
+/* The runtime creates the payload's cgroup in every v1 hierarchy, also where systemd does not manage the
+ * scope, and removes only the leaf: remove the empty directories left there (rmdir only: a non-empty
+ * cgroup stays and is reported). */
+int cgroup_remove_leftovers(const char *scope_cgroup) {
+        _cleanup_closedir_ DIR *d = opendir("/sys/fs/cgroup");
+        struct dirent *de;
+        int r = 0;
+
+        if (!d)
+                return -errno;
+        while ((de = readdir(d))) {
+                _cleanup_free_ char *leaf = NULL, *scope = NULL;
+
+                if (de->d_name[0] == '.')
+                        continue;
+                if (asprintf(&leaf, "/sys/fs/cgroup/%s%s/payload", de->d_name, scope_cgroup) < 0 ||
+                    asprintf(&scope, "/sys/fs/cgroup/%s%s", de->d_name, scope_cgroup) < 0)
+                        return -ENOMEM;
+                if (rmdir(leaf) < 0 && errno != ENOENT && errno != ENOTDIR)
+                        r = log_debug_errno(errno, "Cannot remove %s: %m", leaf);
+                if (rmdir(scope) < 0 && errno != ENOENT && errno != ENOTDIR)
+                        r = log_debug_errno(errno, "Cannot remove %s: %m", scope);
+        }
+        return r;
+}

@@ -2,6 +2,7 @@
  * policy/profiles.json (the single source of truth) and resolved fail-closed. */
 #pragma once
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <json-c/json.h>

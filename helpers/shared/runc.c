@@ -17,7 +17,7 @@ static int runc_check(char **ret_reason) {
 }
 
 static int runc_create_argv(const RuntimeJob *j, char ***ret) {
-        return strv_build(ret, POND_RUNC, "--root", j->state_root, "create", "--bundle", j->bundle,
+        return strv_build(ret, POND_RUNC, "--root", j->state_root, "--log", j->log_file, "create", "--bundle", j->bundle,
                           "--pid-file", j->pid_file, j->container_id, NULL);
 }
 

@@ -71,6 +71,25 @@ int find_binary(const char *name, char **ret) {
         return -ENOENT;
 }
 
+/* Runtimes get an environment of their own, never the supervisor's: runc acts on NOTIFY_SOCKET (it would
+ * bind systemd's notification socket into the container and make `runc start` wait for READY=1). */
+char **runtime_environ(void) {
+        static char *env[] = { (char *) "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", NULL };
+        return env;
+}
+
+void runtime_exec_child(char **argv) {
+        sigset_t none;
+
+        /* The supervisor blocks SIGCHLD/SIGTERM for its event loop; runtimes must not inherit that. */
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        /* Nothing but stdio reaches the runtime, and through it the container. */
+        (void) syscall(SYS_close_range, 3, ~0U, 0);
+        execvpe(argv[0], argv, runtime_environ());
+        _exit(127);
+}
+
 int runtime_exec(char **argv, uint64_t timeout_usec) {
         _cleanup_close_ int pidfd = -EBADF;
         int status;
@@ -81,11 +100,10 @@ int runtime_exec(char **argv, uint64_t timeout_usec) {
                 return -errno;
         if (pid == 0) {
                 int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
                 if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
                         _exit(127);
-                (void) syscall(SYS_close_range, 3, ~0U, 0);
-                execvp(argv[0], argv);
-                _exit(127);
+                runtime_exec_child(argv);
         }
         pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
         if (pidfd >= 0) {

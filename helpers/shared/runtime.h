@@ -5,11 +5,14 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "macro.h"
+
 typedef struct RuntimeJob {
         const char *state_root;   /* the runtime's --root: pond's own, not the host default */
         const char *bundle;
         const char *container_id;
         const char *pid_file;
+        const char *log_file;     /* the runtime's own messages: kept apart from the job's output */
 } RuntimeJob;
 
 typedef struct RuntimeProvider {
@@ -29,6 +32,10 @@ const RuntimeProvider *runtime_provider_find(const char *name);
 /* Runs argv to completion (stdin /dev/null, stdout to stderr), killing it after timeout_usec.
  * Returns its exit status (>= 0) or -errno. */
 int runtime_exec(char **argv, uint64_t timeout_usec);
+
+/* In a forked child: reset the signal mask, close every fd above 2, exec argv with runtime_environ(). */
+_noreturn_ void runtime_exec_child(char **argv);
+char **runtime_environ(void);
 
 /* Looks up a binary in PATH (or takes an absolute path). */
 int find_binary(const char *name, char **ret);

@@ -84,10 +84,10 @@ static int append_properties(sd_bus_message *m, pid_t pid, const ScopeLimits *l,
                                           "TasksMax", "t", l->pids_limit,
                                           "CollectMode", "s", "inactive-or-failed",
                                           "Description", "s", description);
-        /* If the job's service goes away, so does its payload, whatever state the supervisor is in. */
+        /* If the job's service goes away, so does its payload, whatever state the supervisor is in. No
+         * After=: the service is still starting (not yet READY) and would wait for this scope forever. */
         if (r >= 0 && bound_to)
-                r = sd_bus_message_append(m, "(sv)(sv)", "BindsTo", "as", 1, bound_to, "After", "as", 1,
-                                          bound_to);
+                r = sd_bus_message_append(m, "(sv)", "BindsTo", "as", 1, bound_to);
         if (r >= 0)
                 r = sd_bus_message_close_container(m);
         return r;
@@ -106,6 +106,12 @@ int scope_start(sd_bus *bus, const char *unit, pid_t pid, const ScopeLimits *lim
                                 "org.freedesktop.systemd1.Manager", "JobRemoved", on_job_removed, &w);
         if (r < 0)
                 return log_debug_errno(r, "Cannot watch systemd jobs: %m");
+        /* systemd sends JobRemoved only to subscribed clients. */
+        r = sd_bus_call_method(bus, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+                               "org.freedesktop.systemd1.Manager", "Subscribe", &error, NULL, NULL);
+        sd_bus_error_free(&error);
+        if (r < 0)
+                return log_debug_errno(r, "Cannot subscribe to systemd's signals: %m");
         r = sd_bus_message_new_method_call(bus, &m, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
                                            "org.freedesktop.systemd1.Manager", "StartTransientUnit");
         if (r >= 0)

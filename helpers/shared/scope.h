@@ -33,4 +33,7 @@ int unit_cgroup_path(sd_bus *bus, const char *unit, char **ret);
  * the cgroup and its descendants, since v1 counts a kill only where the limit was hit. */
 int cgroup_oom_kills(const char *cgroup_path, uint64_t *ret);
 
+/* rmdir()s what the runtime left of the payload's cgroup in hierarchies systemd does not manage. */
+int cgroup_remove_leftovers(const char *scope_cgroup);
+
 int unit_name_for_job(const char *job_id, const char *suffix, char **ret);

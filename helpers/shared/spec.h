@@ -32,6 +32,16 @@ typedef struct JobSpec {
         char **outputs; /* workspace-relative paths, NULL-terminated, never NULL */
 } JobSpec;
 
+#define JOB_SPEC_TENANT_MAX 128
+#define JOB_SPEC_COMMAND_MAX 4096
+#define JOB_SPEC_ARG_MAX (128 * 1024 - 1) /* one argv/env string: the kernel's MAX_ARG_STRLEN less NUL */
+#define JOB_SPEC_ENV_MAX 1024
+#define JOB_SPEC_ENV_NAME_MAX 128
+#define JOB_SPEC_NAME_MAX 64 /* sandbox.profile, .backend, .tier */
+#define JOB_SPEC_ALLOW_HOSTS_MAX 256
+#define JOB_SPEC_HOST_MAX 253
+#define JOB_SPEC_OUTPUTS_MAX 256
+
 #define JOB_SPEC_DEFAULT_WALL_CLOCK_S 3600
 #define JOB_SPEC_MAX_WALL_CLOCK_S (7 * 24 * 3600)
 #define JOB_SPEC_DEFAULT_OUTPUT_BYTES (16ULL << 20)
@@ -41,9 +51,12 @@ typedef struct JobSpec {
 #define JOB_SPEC_DEFAULT_ARTIFACT_FILES 10000
 #define JOB_SPEC_MAX_ARTIFACT_FILES 1000000
 
-/* Strict: unknown keys, wrong types, duplicate keys, bad UTF-8, NUL bytes, > 1 MiB, too deep: -EINVAL
- * with *ret_error naming the field (e.g. "sandbox.overrides: must be an object"). */
+/* Strict: unknown keys, wrong types, duplicate keys, bad UTF-8, NUL bytes, too deep: -EINVAL (> 1 MiB:
+ * -E2BIG) with *ret_error naming the field (e.g. "sandbox.overrides: must be an object"). */
 int job_spec_parse(const char *buf, size_t len, JobSpec **ret, char **ret_error);
+/* Checks and copies a sandbox block (keys profile, backend, tier, overrides, allow_hosts; nothing else).
+ * field is the block's name in messages ("sandbox" if NULL). On success *ret holds its own copies and a
+ * reference to overrides, released by sandbox_block_done(); on failure *ret is untouched. */
 int sandbox_block_from_json(json_object *o, const char *field, SandboxBlock *ret, char **ret_error);
 void sandbox_block_done(SandboxBlock *b);
 JobSpec *job_spec_free(JobSpec *s);

@@ -69,6 +69,8 @@ int supervise_cleanup(const char *job_id) {
         } else
                 ret = log_error_errno(r, "Cannot connect to the system bus to stop %s: %m", j.paths.scope);
         remove_runtime_state(&j.paths);
+        if (cgroup_remove_leftovers(j.paths.scope_cgroup) < 0)
+                log_warning("Some cgroup of %s could not be removed.", j.paths.scope);
         r = job_teardown(&j);
         if (r < 0)
                 ret = r;

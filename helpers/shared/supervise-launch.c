@@ -68,8 +68,11 @@ static int write_bundle(Job *j) {
         };
         int r;
 
-        /* Relative: the runtime nests it below its own cgroup, which is the scope's. */
-        if (asprintf(&cgpath, "payload-%s", j->id) < 0)
+        /* Absolute, below the scope. A relative path would nest below the runtime's cgroup in each
+         * hierarchy, but on a hybrid (v1) host systemd realizes the scope only in some of them: in the
+         * others (the unified one included) the payload would land outside the scope, which systemd would
+         * then see as empty and stop. */
+        if (asprintf(&cgpath, "%s/payload", j->paths.scope_cgroup) < 0)
                 return -ENOMEM;
         paths.cgroups_path = cgpath;
         r = oci_config_build(j->resolved, j->spec, j->policy->seccomp, &paths, &config);
@@ -126,22 +129,16 @@ static int fork_runtime_create(Job *j, char **argv, int *ret_go_fd) {
                 return -errno;
         }
         if (pid == 0) {
-                sigset_t all;
                 char c;
                 int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
 
-                sigemptyset(&all);
-                sigprocmask(SIG_SETMASK, &all, NULL);
                 (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
                 if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(j->out_pipe[1], STDOUT_FILENO) < 0 ||
                     dup2(j->err_pipe[1], STDERR_FILENO) < 0)
                         _exit(127);
                 if (read(go[0], &c, 1) != 1)
                         _exit(127); /* the supervisor gave up: never run outside the scope */
-                /* Nothing but stdio reaches the runtime, and through it the container. */
-                (void) syscall(SYS_close_range, 3, ~0U, 0);
-                execvp(argv[0], argv);
-                _exit(127);
+                runtime_exec_child(argv);
         }
         safe_close(go[0]);
         j->create_pid = pid;
@@ -193,7 +190,7 @@ static const char *bound_service(const Job *j, char **buf) {
 
 static int launch_runtime(Job *j) {
         _cleanup_strv_free_ char **create = NULL, **start = NULL;
-        _cleanup_free_ char *pid_file = NULL, *bound = NULL, *desc = NULL;
+        _cleanup_free_ char *pid_file = NULL, *bound = NULL, *desc = NULL, *log_file = NULL;
         _cleanup_close_ int go = -EBADF;
         ScopeLimits limits = { j->resolved->memory_bytes, j->resolved->cpus_milli, j->resolved->pids_limit };
         RuntimeJob rj = { .state_root = j->paths.runtime_root, .bundle = j->paths.bundle,
@@ -201,9 +198,11 @@ static int launch_runtime(Job *j) {
         int r;
 
         if (asprintf(&pid_file, "%s/init.pid", j->paths.run) < 0 ||
+            asprintf(&log_file, "%s/runtime.log", j->paths.run) < 0 ||
             asprintf(&desc, "pond job %s payload", j->id) < 0)
                 return -ENOMEM;
         rj.pid_file = pid_file;
+        rj.log_file = log_file;
         r = j->provider->create_argv(&rj, &create);
         if (r >= 0)
                 r = j->provider->start_argv(&rj, &start);
@@ -220,13 +219,20 @@ static int launch_runtime(Job *j) {
         r = scope_start(j->bus, j->paths.scope, j->create_pid, &limits, bound_service(j, &bound), desc);
         if (r < 0)
                 return log_error_errno(r, "Cannot create the transient scope %s: %m", j->paths.scope);
-        (void) unit_cgroup_path(j->bus, j->paths.scope, &j->scope_cgroup);
+        r = unit_cgroup_path(j->bus, j->paths.scope, &j->scope_cgroup);
+        if (r < 0 || !streq(j->scope_cgroup, j->paths.scope_cgroup))
+                return log_error_errno(r < 0 ? r : EXDEV, "Scope %s is not at %s, where the payload's cgroup was "
+                                       "configured: refusing to run it elsewhere.", j->paths.scope,
+                                       j->paths.scope_cgroup);
         if (write(go, "g", 1) != 1)
                 return -errno;
         r = wait_create(j);
-        if (r < 0)
-                return log_error_errno(r, "The runtime %s could not create the container (see above).",
-                                       j->provider->name);
+        if (r < 0) {
+                _cleanup_free_ char *msg = NULL;
+                (void) read_full_file(log_file, 16 * 1024, &msg, NULL);
+                return log_error_errno(r, "The runtime %s could not create the container: %s",
+                                       j->provider->name, msg ?: "(no message)");
+        }
         r = read_init_pid(j, pid_file);
         if (r < 0)
                 return log_error_errno(r, "Cannot find the container's init: %m");

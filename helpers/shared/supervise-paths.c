@@ -3,6 +3,7 @@
 
 #include "config.h"
 #include "jobid.h"
+#include "scope.h"
 #include "supervise.h"
 
 static const char *statedir(void) {
@@ -25,6 +26,7 @@ int job_paths_init(JobPaths *p, const char *id) {
             asprintf(&p->bundle, "%s/jobs/%s/bundle", rundir(), id) < 0 ||
             asprintf(&p->runtime_root, "%s/runtime", rundir()) < 0 ||
             asprintf(&p->scope, "pond-%s.scope", id) < 0 ||
+            asprintf(&p->scope_cgroup, "/" POND_SLICE "/pond-%s.scope", id) < 0 ||
             asprintf(&p->container, "pond-%s", id) < 0) {
                 job_paths_done(p);
                 return -ENOMEM;
@@ -40,6 +42,7 @@ void job_paths_done(JobPaths *p) {
         free(p->bundle);
         free(p->runtime_root);
         free(p->scope);
+        free(p->scope_cgroup);
         free(p->container);
         *p = (JobPaths) {};
 }

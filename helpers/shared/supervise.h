@@ -33,6 +33,7 @@ typedef struct JobPaths {
         char *bundle;      /* run/bundle */
         char *runtime_root;/* RUNDIR/runtime: the runtimes' state, pond's own */
         char *scope;       /* pond-ID.scope */
+        char *scope_cgroup;/* /pond.slice/pond-ID.scope: where systemd puts it (checked) */
         char *container;   /* pond-ID */
 } JobPaths;
 

@@ -96,10 +96,10 @@ if wait_running "$id"; then
         t_like "scope TasksMax" "^TasksMax=100$" "$(grep TasksMax <<<"$props")"
         t_like "scope CPUQuota" "^CPUQuotaPerSecUSec=500ms$" "$(grep CPUQuota <<<"$props")"
         t_like "scope delegated" "^Delegate=yes$" "$(grep Delegate <<<"$props")"
-        pids=$(in_box sh -c "cat /sys/fs/cgroup/memory/pond.slice/pond-$id.scope/payload-$id/cgroup.procs")
+        pids=$(in_box sh -c "cat /sys/fs/cgroup/memory/pond.slice/pond-$id.scope/payload/cgroup.procs")
         t_like "payload runs below pond.slice/pond-$id.scope" "^[0-9]+" "$pids"
         t_eq "kernel memory limit on the payload's cgroup" 268435456 \
-                "$(in_box cat "/sys/fs/cgroup/memory/pond.slice/pond-$id.scope/payload-$id/memory.limit_in_bytes")"
+                "$(in_box cat "/sys/fs/cgroup/memory/pond.slice/pond-$id.scope/payload/memory.limit_in_bytes")"
         main=$(in_box systemctl show -P MainPID "pond-job@$id.service")
         t_like "supervisor stays in its service" "pond-job@$id.service" "$(in_box cat /proc/"$main"/cgroup | grep memory)"
         pond cancel "$id" >/dev/null 2>&1

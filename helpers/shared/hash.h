@@ -1,0 +1,41 @@
+/* hash.h: SHA-256 of byte strings and of fds (streaming, bounded), lowercase hex, the canonical tree digest of
+ * a checkout directory and the job's input_sha (docs/result-format.md defines both byte for byte). Also the
+ * one "open beneath a dirfd, never follow anything" primitive that every walker over hostile trees uses. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define SHA256_SIZE 32
+#define SHA256_HEX_SIZE (2 * SHA256_SIZE + 1)
+
+/* Bounds of tree_digest(): deeper or larger checkouts are refused (-ELOOP, -E2BIG), never truncated, since a
+ * digest over part of a tree would claim more than it covers. */
+#define TREE_MAX_DEPTH 256U
+#define TREE_MAX_ENTRIES (1U << 20)
+
+#define INPUT_SHA_DOMAIN "pond-input-v1\n"
+
+/* Writes 2*n lowercase hex digits plus a NUL to ret. */
+void hex_encode(const uint8_t *p, size_t n, char *ret);
+void sha256_hex(const void *p, size_t n, char ret_hex[SHA256_HEX_SIZE]);
+
+/* openat2() of path below dirfd with RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS|RESOLVE_NO_XDEV,
+ * always adding O_CLOEXEC|O_NOFOLLOW, and O_NOCTTY|O_NONBLOCK unless flags has O_PATH (which allows neither).
+ * With O_PATH a trailing symlink yields an fd to the link itself. Returns the fd or -errno. */
+int openat_beneath(int dirfd, const char *path, int flags, mode_t mode);
+
+/* Reads fd to EOF, hashing every byte and, if copy_fd >= 0, writing it there too. Refuses with -EFBIG as soon
+ * as more than max_bytes are read (what was copied so far stays in copy_fd: the caller removes it), and with
+ * -EAGAIN on an fd that would block (a fifo opened O_NONBLOCK): it never waits for a writer. */
+int hash_fd(int fd, int copy_fd, uint64_t max_bytes, uint8_t ret_digest[SHA256_SIZE], uint64_t *ret_size);
+
+/* The canonical digest of the tree below dirfd (not following symlinks, never opening special files).
+ * Uses no global state: safe to run from a thread. */
+int tree_digest(int dirfd, uint8_t ret_digest[SHA256_SIZE]);
+
+/* input_sha = hex(sha256(INPUT_SHA_DOMAIN || sha256(spec) || tree_digest(checkout))), with the tree digest of
+ * "no checkout" (checkout_dirfd < 0) being sha256 of the empty string. */
+int input_sha_compute(const void *spec, size_t spec_len, int checkout_dirfd, char ret_hex[SHA256_HEX_SIZE]);

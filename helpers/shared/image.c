@@ -1,0 +1,349 @@
+/* image.c: owns the job's root filesystem layout: the embedded "host" image (an empty rootfs with mount
+ * points and usr-merge symlinks, plus a generated minimal /etc) and directory images under images_dir. */
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include "fileio.h"
+#include "image.h"
+#include "macro.h"
+#include "oci.h"
+
+/* Every image must provide these, or the runtime would have to create them in a read-only root. */
+static const char *const mount_points[] = { "usr", "etc", "proc", "dev", "sys", "tmp", "workspace" };
+/* usr-merged top-level links, created only for those the host has as directories in /usr. */
+static const char *const usr_links[] = { "bin", "sbin", "lib", "lib32", "lib64", "libx32" };
+
+#define COPY_MAX (16U << 20)
+
+/* Users and groups the job can name. The job's home is /tmp: the only writable place besides the
+ * workspace. tty (5) is the group devpts gives the pty it allocates. */
+static const char passwd_text[] =
+        "root:x:0:0:root:/root:/bin/sh\n"
+        "job:x:1000:1000:pond job:/tmp:/bin/sh\n"
+        "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
+static const char group_text[] =
+        "root:x:0:\n"
+        "tty:x:5:\n"
+        "job:x:1000:\n"
+        "nogroup:x:65534:\n";
+static const char hosts_text[] =
+        "127.0.0.1\tlocalhost\n"
+        "::1\tlocalhost ip6-localhost ip6-loopback\n"
+        "127.0.1.1\t" IMAGE_HOSTNAME "\n";
+/* No nameserver on purpose: the job has no DNS of its own (the egress proxy resolves and checks names).
+ * Without a nameserver line glibc, musl and Go all ask 127.0.0.1:53, which in the job's network
+ * namespace has no listener and refuses at once instead of timing out; one short try bounds the wait
+ * if a packet is ever swallowed. An explicit unreachable address would only add a timeout. */
+static const char resolv_text[] =
+        "# pond: this sandbox has no DNS. Use HTTPS_PROXY; the proxy resolves allowlisted hosts.\n"
+        "options timeout:1 attempts:1\n";
+static const char nsswitch_text[] =
+        "passwd: files\n"
+        "group: files\n"
+        "shadow: files\n"
+        "hosts: files dns\n"
+        "networks: files\n"
+        "protocols: files\n"
+        "services: files\n"
+        "ethers: files\n"
+        "rpc: files\n";
+
+static int fail(char **ret_error, int error, const char *fmt, ...) _printf_(3, 4);
+static int fail(char **ret_error, int error, const char *fmt, ...) {
+        va_list ap;
+
+        if (ret_error) {
+                char *m = NULL;
+                va_start(ap, fmt);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+                if (vasprintf(&m, fmt, ap) < 0)
+                        m = NULL;
+#pragma GCC diagnostic pop
+                va_end(ap);
+                free(*ret_error);
+                *ret_error = m;
+        }
+        return -error;
+}
+
+static bool image_name_valid(const char *s) {
+        size_t n = s ? strlen(s) : 0;
+
+        if (n == 0 || n > 64 || !strchr("abcdefghijklmnopqrstuvwxyz0123456789", s[0]))
+                return false;
+        for (size_t i = 1; i < n; i++)
+                if (!strchr("abcdefghijklmnopqrstuvwxyz0123456789_.-", s[i]))
+                        return false;
+        return true;
+}
+
+/* Modes are set explicitly: the supervisor's umask must not make /etc unreadable for uid 1000. */
+static int mkdir_mode_at(int dirfd, const char *name, mode_t mode) {
+        if (mkdirat(dirfd, name, mode) < 0)
+                return -errno;
+        return RET_NERRNO(fchmodat(dirfd, name, mode, 0));
+}
+
+static int write_text_at(int dirfd, const char *name, const void *buf, size_t len) {
+        _cleanup_close_ int fd = -EBADF;
+        int r;
+
+        fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0)
+                return -errno;
+        r = write_all(fd, buf, len);
+        if (r < 0)
+                return r;
+        return RET_NERRNO(fchmod(fd, 0644));
+}
+
+/* A copy, not a bind: the host may replace its file at any time; the job keeps what it started with. */
+static int copy_optional(const char *src, int dirfd, const char *name) {
+        _cleanup_free_ char *buf = NULL;
+        size_t len;
+        int r;
+
+        r = read_full_file(src, COPY_MAX, &buf, &len);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return r;
+        return write_text_at(dirfd, name, buf, len);
+}
+
+/* Alternatives are symlinks into /usr (gcc, cc, editor, python ...): recreated as they are, never
+ * followed, so a link to a host file outside /usr stays dangling instead of exposing the file. */
+static int copy_alternatives(int etcfd) {
+        _cleanup_closedir_ DIR *d = NULL;
+        _cleanup_close_ int altfd = -EBADF;
+        struct dirent *de;
+        int r;
+
+        d = opendir("/etc/alternatives");
+        if (!d)
+                return errno == ENOENT ? 0 : -errno;
+        r = mkdir_mode_at(etcfd, "alternatives", 0755);
+        if (r < 0)
+                return r;
+        altfd = openat(etcfd, "alternatives", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (altfd < 0)
+                return -errno;
+        while ((de = readdir(d))) {
+                char target[PATH_MAX];
+                ssize_t n;
+
+                if (de->d_type != DT_LNK)
+                        continue;
+                n = readlinkat(dirfd(d), de->d_name, target, sizeof target - 1);
+                if (n < 0)
+                        return -errno;
+                target[n] = 0;
+                if (symlinkat(target, altfd, de->d_name) < 0)
+                        return -errno;
+        }
+        return 0;
+}
+
+static int make_rootfs(int jobfd) {
+        _cleanup_close_ int fd = -EBADF;
+        int r;
+
+        r = mkdir_mode_at(jobfd, "rootfs", 0755);
+        if (r < 0)
+                return r;
+        fd = openat(jobfd, "rootfs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        for (size_t i = 0; i < ELEMENTSOF(mount_points); i++) {
+                /* runc gives a tmpfs root the mode of the directory it is mounted on, whatever mode= says */
+                r = mkdir_mode_at(fd, mount_points[i], streq(mount_points[i], "tmp") ? 01777 : 0755);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(usr_links); i++) {
+                char src[64], dst[64];
+                struct stat st;
+
+                snprintf(src, sizeof src, "/usr/%s", usr_links[i]);
+                if (lstat(src, &st) < 0 || !S_ISDIR(st.st_mode))
+                        continue;
+                snprintf(dst, sizeof dst, "usr/%s", usr_links[i]);
+                if (symlinkat(dst, fd, usr_links[i]) < 0)
+                        return -errno;
+        }
+        return 0;
+}
+
+static int make_etc_files(int etcfd) {
+        static const struct {
+                const char *name;
+                const char *text;
+                size_t len;
+        } files[] = {
+#define F(n, t) { n, t, sizeof(t) - 1 }
+                F("passwd", passwd_text),    F("group", group_text),
+                F("hosts", hosts_text),      F("resolv.conf", resolv_text),
+                F("nsswitch.conf", nsswitch_text), F("hostname", IMAGE_HOSTNAME "\n"),
+#undef F
+        };
+        int r;
+
+        for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+                r = write_text_at(etcfd, files[i].name, files[i].text, files[i].len);
+                if (r < 0)
+                        return r;
+        }
+        if (symlinkat("../usr/lib/os-release", etcfd, "os-release") < 0 ||
+            symlinkat("../proc/self/mounts", etcfd, "mtab") < 0)
+                return -errno;
+        return copy_optional("/etc/ld.so.cache", etcfd, "ld.so.cache");
+}
+
+static int make_etc_ssl(int etcfd) {
+        _cleanup_close_ int sslfd = -EBADF, certsfd = -EBADF;
+        int r;
+
+        r = mkdir_mode_at(etcfd, "ssl", 0755);
+        if (r < 0)
+                return r;
+        sslfd = openat(etcfd, "ssl", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (sslfd < 0)
+                return -errno;
+        r = mkdir_mode_at(sslfd, "certs", 0755);
+        if (r < 0)
+                return r;
+        certsfd = openat(sslfd, "certs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (certsfd < 0)
+                return -errno;
+        /* OpenSSL's default config: /usr/lib/ssl/openssl.cnf points here */
+        r = copy_optional("/etc/ssl/openssl.cnf", sslfd, "openssl.cnf");
+        if (r < 0)
+                return r;
+        return copy_optional("/etc/ssl/certs/ca-certificates.crt", certsfd, "ca-certificates.crt");
+}
+
+static int make_etc(int jobfd) {
+        _cleanup_close_ int fd = -EBADF;
+        int r;
+
+        r = mkdir_mode_at(jobfd, "etc", 0755);
+        if (r < 0)
+                return r;
+        fd = openat(jobfd, "etc", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        r = make_etc_files(fd);
+        if (r >= 0)
+                r = make_etc_ssl(fd);
+        if (r >= 0)
+                r = copy_alternatives(fd);
+        return r;
+}
+
+static int prepare_host(const char *job_dir, ImageLayout *ret, char **ret_error) {
+        ImageLayout l = {};
+        _cleanup_close_ int jobfd = -EBADF;
+        int r;
+
+        /* A leftover from an earlier attempt is replaced, never reused: its content is not ours to trust. */
+        r = image_cleanup(job_dir);
+        if (r < 0)
+                return fail(ret_error, -r, "image host: cannot remove an old rootfs/etc in %s: %s", job_dir,
+                            strerror(-r));
+        jobfd = open(job_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (jobfd < 0)
+                return fail(ret_error, errno, "image host: cannot open job directory %s: %m", job_dir);
+        r = make_rootfs(jobfd);
+        if (r < 0)
+                return fail(ret_error, -r, "image host: cannot create %s/rootfs: %s", job_dir, strerror(-r));
+        r = make_etc(jobfd);
+        if (r < 0)
+                return fail(ret_error, -r, "image host: cannot generate %s/etc: %s", job_dir, strerror(-r));
+        if (asprintf(&l.rootfs, "%s/rootfs", job_dir) < 0 || asprintf(&l.etc, "%s/etc", job_dir) < 0 ||
+            !(l.host_usr = strdup("/usr"))) {
+                image_layout_done(&l);
+                return -ENOMEM;
+        }
+        *ret = l;
+        return 0;
+}
+
+static int prepare_directory(const char *name, const char *images_dir, ImageLayout *ret, char **ret_error) {
+        _cleanup_free_ char *path = NULL;
+        _cleanup_close_ int fd = -EBADF;
+
+        if (!image_name_valid(name))
+                return fail(ret_error, EINVAL,
+                            "image: \"%s\" must be \"host\" or match [a-z0-9][a-z0-9_.-]{0,63}", name ?: "");
+        if (!images_dir)
+                return fail(ret_error, ENOENT, "image %s: no images directory configured", name);
+        if (asprintf(&path, "%s/%s", images_dir, name) < 0)
+                return -ENOMEM;
+        /* O_NOFOLLOW: an image is a directory the operator put there, not a link to somewhere else */
+        fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return fail(ret_error, errno, "image %s: %s is not a directory: %m", name, path);
+        for (size_t i = 0; i < ELEMENTSOF(mount_points); i++) {
+                struct stat st;
+
+                if (fstatat(fd, mount_points[i], &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+                        return fail(ret_error, ENOENT, "image %s: %s/%s is missing or not a directory", name,
+                                    path, mount_points[i]);
+        }
+        *ret = (ImageLayout) { .rootfs = TAKE_PTR(path) };
+        return 0;
+}
+
+int image_prepare(const char *image_name, const char *images_dir, const char *job_dir, ImageLayout *ret,
+                  char **ret_error) {
+        if (!ret || !job_dir)
+                return -EINVAL;
+        if (image_name && streq(image_name, IMAGE_HOST))
+                return prepare_host(job_dir, ret, ret_error);
+        return prepare_directory(image_name, images_dir, ret, ret_error);
+}
+
+void image_layout_done(ImageLayout *l) {
+        if (!l)
+                return;
+        free(l->rootfs);
+        free(l->host_usr);
+        free(l->etc);
+        *l = (ImageLayout) {};
+}
+
+static int remove_below(int jobfd, const struct stat *job_st, const char *name) {
+        struct statx stx;
+
+        if (statx(jobfd, name, AT_SYMLINK_NOFOLLOW, STATX_TYPE, &stx) < 0)
+                return errno == ENOENT ? 0 : -errno;
+        /* rm_rf_at() guards what is below; the top itself must not be a mount point either (a bind mount of
+         * the same file system has the same st_dev, hence the mount-root attribute as well). */
+        if (S_ISDIR(stx.stx_mode) &&
+            (makedev(stx.stx_dev_major, stx.stx_dev_minor) != job_st->st_dev ||
+             (stx.stx_attributes_mask & stx.stx_attributes & STATX_ATTR_MOUNT_ROOT)))
+                return -EBUSY;
+        return rm_rf_at(jobfd, name);
+}
+
+int image_cleanup(const char *job_dir) {
+        _cleanup_close_ int jobfd = -EBADF;
+        struct stat st;
+        int r;
+
+        jobfd = open(job_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (jobfd < 0)
+                return errno == ENOENT ? 0 : -errno;
+        if (fstat(jobfd, &st) < 0)
+                return -errno;
+        r = remove_below(jobfd, &st, "rootfs");
+        if (r < 0)
+                return r;
+        return remove_below(jobfd, &st, "etc");
+}

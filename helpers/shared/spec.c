@@ -1,0 +1,480 @@
+/* spec.c: the job spec (docs/job-spec.md): strict JSON in, a JobSpec out, or a refusal that names the
+ * field. Every key is known, every value typed and bounded; what a sandbox block means is decided later
+ * by policy_resolve(), here it is only well-formed. */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "json-strict.h"
+#include "jobid.h"
+#include "macro.h"
+#include "spec.h"
+
+/* Checks one string; returns NULL if it is fine, else why not (completing "FIELD: ..."). */
+typedef const char *(*StringCheck)(const char *s);
+
+_printf_(2, 3) static int refuse(char **ret_error, const char *fmt, ...) {
+        va_list ap;
+        char *m;
+        int r;
+
+        if (!ret_error)
+                return -EINVAL;
+        va_start(ap, fmt);
+        r = vasprintf(&m, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return -ENOMEM;
+        *ret_error = m;
+        return -EINVAL;
+}
+
+static int refuse_unknown_key(const char *key, const char *where, char **ret_error) {
+        _cleanup_free_ char *p = json_printable(key);
+
+        if (!p)
+                return -ENOMEM;
+        return refuse(ret_error, "unknown key '%s' %s", p, where);
+}
+
+static void strv_free(char **l) {
+        strv_freep(&l);
+}
+
+static bool is_alpha_(char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+
+static bool is_digit(char c) {
+        return c >= '0' && c <= '9';
+}
+
+/* A string value, which json_parse_strict() already guarantees has no embedded NUL; checked again since
+ * sandbox_block_from_json() also takes trees from elsewhere. */
+static int get_string(json_object *v, const char *field, const char **ret, char **ret_error) {
+        const char *s;
+
+        if (!json_object_is_type(v, json_type_string))
+                return refuse(ret_error, "%s: must be a string", field);
+        s = json_object_get_string(v);
+        if (strlen(s) != (size_t) json_object_get_string_len(v))
+                return refuse(ret_error, "%s: must not contain NUL", field);
+        *ret = s;
+        return 0;
+}
+
+static int dup_string(json_object *v, const char *field, StringCheck check, char **ret, char **ret_error) {
+        const char *s, *why;
+        char *copy;
+        int r;
+
+        r = get_string(v, field, &s, ret_error);
+        if (r < 0)
+                return r;
+        why = check ? check(s) : NULL;
+        if (why)
+                return refuse(ret_error, "%s: %s", field, why);
+        copy = strdup(s);
+        if (!copy)
+                return -ENOMEM;
+        *ret = copy;
+        return 0;
+}
+
+/* An array of at most max strings, each passing check, as a NULL-terminated strv. */
+static int dup_string_array(json_object *v, const char *field, size_t max, StringCheck check, char ***ret,
+                            char **ret_error) {
+        _cleanup_strv_free_ char **l = NULL;
+        size_t n;
+        int r;
+
+        if (!json_object_is_type(v, json_type_array))
+                return refuse(ret_error, "%s: must be an array of strings", field);
+        n = json_object_array_length(v);
+        if (n > max)
+                return refuse(ret_error, "%s: more than %zu elements", field, max);
+        l = calloc(n + 1, sizeof(char *));
+        if (!l)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                char elem[256];
+
+                snprintf(elem, sizeof elem, "%s[%zu]", field, i);
+                r = dup_string(json_object_array_get_idx(v, i), elem, check, &l[i], ret_error);
+                if (r < 0)
+                        return r;
+        }
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
+/* Does the '/'-separated path contain the component c ("" for an empty one: "a//b", "a/")? */
+static bool path_has_component(const char *path, const char *c) {
+        size_t n = strlen(c);
+
+        for (const char *p = path;;) {
+                size_t k = strcspn(p, "/");
+
+                if (k == n && strncmp(p, c, n) == 0)
+                        return true;
+                if (!p[k])
+                        return false;
+                p += k + 1;
+        }
+}
+
+static const char *check_name(const char *s) {
+        size_t n = strlen(s);
+
+        if (n == 0 || n > JOB_SPEC_NAME_MAX ||
+            strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") != n)
+                return "must be a name of 1 to 64 characters from [A-Za-z0-9_.-]";
+        return NULL;
+}
+
+static const char *check_job_id(const char *s) {
+        return job_id_is_valid(s) ? NULL : "must match [A-Za-z0-9][A-Za-z0-9_.-]{0,63}";
+}
+
+static const char *check_tenant(const char *s) {
+        size_t n = strlen(s);
+
+        if (n == 0 || n > JOB_SPEC_TENANT_MAX)
+                return "must be 1 to 128 printable ASCII characters";
+        for (size_t i = 0; i < n; i++)
+                if (s[i] < 0x20 || s[i] > 0x7e)
+                        return "must be 1 to 128 printable ASCII characters";
+        return NULL;
+}
+
+static const char *check_arg(const char *s) {
+        return strlen(s) > JOB_SPEC_ARG_MAX ? "longer than 131071 bytes" : NULL;
+}
+
+static const char *check_checkout(const char *s) {
+        if (s[0] != '/' || strlen(s) >= PATH_MAX || path_has_component(s, ".."))
+                return "must be an absolute path without '..' components";
+        return NULL;
+}
+
+static const char *check_output(const char *s) {
+        if (s[0] == '/' || strlen(s) >= PATH_MAX || path_has_component(s, "") ||
+            path_has_component(s, "..") || path_has_component(s, "."))
+                return "must be a relative path without empty, '.' or '..' components";
+        return NULL;
+}
+
+/* A DNS name (labels of [A-Za-z0-9-], not starting or ending with '-') or "*." and such a name of at
+ * least two labels: "*" alone or "*.com" would open far more than one service. */
+static const char *check_host(const char *s) {
+        static const char *const invalid = "invalid host name";
+        size_t n = strlen(s), labels = 0;
+        bool wildcard = strncmp(s, "*.", 2) == 0;
+
+        if (n == 0 || n > JOB_SPEC_HOST_MAX)
+                return invalid;
+        for (const char *p = wildcard ? s + 2 : s;;) {
+                size_t k = strcspn(p, ".");
+
+                if (k == 0 || k > 63 || p[0] == '-' || p[k - 1] == '-' ||
+                    strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") < k)
+                        return invalid;
+                labels++;
+                if (!p[k])
+                        break;
+                p += k + 1;
+        }
+        if (wildcard && labels < 2)
+                return invalid;
+        return NULL;
+}
+
+static const char *check_env_name(const char *s) {
+        size_t n = strlen(s);
+
+        if (n == 0 || n > JOB_SPEC_ENV_NAME_MAX || !is_alpha_(s[0]))
+                return "must match [A-Za-z_][A-Za-z0-9_]* (at most 128 characters)";
+        for (size_t i = 1; i < n; i++)
+                if (!is_alpha_(s[i]) && !is_digit(s[i]))
+                        return "must match [A-Za-z_][A-Za-z0-9_]* (at most 128 characters)";
+        return NULL;
+}
+
+static int parse_job_id(json_object *v, const char *field, JobSpec *s, char **ret_error) {
+        return dup_string(v, field, check_job_id, &s->job_id, ret_error);
+}
+
+static int parse_tenant(json_object *v, const char *field, JobSpec *s, char **ret_error) {
+        return dup_string(v, field, check_tenant, &s->tenant, ret_error);
+}
+
+static int parse_checkout(json_object *v, const char *field, JobSpec *s, char **ret_error) {
+        return dup_string(v, field, check_checkout, &s->checkout, ret_error);
+}
+
+static int parse_command(json_object *v, const char *field, JobSpec *s, char **ret_error) {
+        int r;
+
+        if (json_object_is_type(v, json_type_array) && json_object_array_length(v) == 0)
+                return refuse(ret_error, "%s: must be a non-empty array of strings", field);
+        strv_free(s->command);
+        s->command = NULL;
+        r = dup_string_array(v, field, JOB_SPEC_COMMAND_MAX, check_arg, &s->command, ret_error);
+        if (r < 0)
+                return r;
+        if (s->command[0][0] == 0)
+                return refuse(ret_error, "%s[0]: must not be empty", field);
+        return 0;
+}
+
+static int parse_outputs(json_object *v, const char *field, JobSpec *s, char **ret_error) {
+        char **l;
+        int r;
+
+        r = dup_string_array(v, field, JOB_SPEC_OUTPUTS_MAX, check_output, &l, ret_error);
+        if (r < 0)
+                return r;
+        strv_free(s->outputs);
+        s->outputs = l;
+        return 0;
+}
+
+static int parse_env(json_object *v, const char *field, JobSpec *s, char **ret_error) {
+        _cleanup_strv_free_ char **l = NULL;
+        size_t i = 0;
+
+        if (!json_object_is_type(v, json_type_object))
+                return refuse(ret_error, "%s: must be an object of strings", field);
+        if (json_object_object_length(v) > JOB_SPEC_ENV_MAX)
+                return refuse(ret_error, "%s: more than %d variables", field, JOB_SPEC_ENV_MAX);
+        l = calloc(json_object_object_length(v) + 1, sizeof(char *));
+        if (!l)
+                return -ENOMEM;
+        json_object_object_foreach(v, k, val) {
+                _cleanup_free_ char *p = NULL;
+                const char *why = check_env_name(k), *value;
+                char elem[JOB_SPEC_ENV_NAME_MAX + 64];
+                int r;
+
+                if (why) {
+                        p = json_printable(k);
+                        return p ? refuse(ret_error, "%s: variable name '%s' %s", field, p, why) : -ENOMEM;
+                }
+                snprintf(elem, sizeof elem, "%s.%s", field, k);
+                r = get_string(val, elem, &value, ret_error);
+                if (r < 0)
+                        return r;
+                if (strlen(k) + 1 + strlen(value) > JOB_SPEC_ARG_MAX)
+                        return refuse(ret_error, "%s: longer than 131071 bytes", elem);
+                if (asprintf(&l[i++], "%s=%s", k, value) < 0)
+                        return -ENOMEM;
+        }
+        strv_free(s->env);
+        s->env = TAKE_PTR(l);
+        return 0;
+}
+
+static const struct {
+        const char *name;
+        size_t offset;
+        uint64_t max;
+} limit_fields[] = {
+        { "wall_clock_s",   offsetof(JobLimits, wall_clock_s),   JOB_SPEC_MAX_WALL_CLOCK_S },
+        { "output_bytes",   offsetof(JobLimits, output_bytes),   JOB_SPEC_MAX_OUTPUT_BYTES },
+        { "artifact_bytes", offsetof(JobLimits, artifact_bytes), JOB_SPEC_MAX_ARTIFACT_BYTES },
+        { "artifact_files", offsetof(JobLimits, artifact_files), JOB_SPEC_MAX_ARTIFACT_FILES },
+};
+
+static int parse_limits(json_object *v, const char *field, JobSpec *s, char **ret_error) {
+        JobLimits l = s->limits;
+
+        if (!json_object_is_type(v, json_type_object))
+                return refuse(ret_error, "%s: must be an object", field);
+        json_object_object_foreach(v, k, val) {
+                size_t i;
+                int64_t n;
+
+                for (i = 0; i < ELEMENTSOF(limit_fields); i++)
+                        if (streq(k, limit_fields[i].name))
+                                break;
+                if (i >= ELEMENTSOF(limit_fields))
+                        return refuse_unknown_key(k, "in limits", ret_error);
+                /* Integers only: json-c saturates what does not fit in 64 bits, which is still > max. */
+                n = json_object_is_type(val, json_type_int) ? json_object_get_int64(val) : 0;
+                if (n < 1 || (uint64_t) n > limit_fields[i].max)
+                        return refuse(ret_error, "%s.%s: must be an integer between 1 and %" PRIu64, field,
+                                      k, limit_fields[i].max);
+                *(uint64_t *) ((char *) &l + limit_fields[i].offset) = (uint64_t) n;
+        }
+        s->limits = l;
+        return 0;
+}
+
+static int parse_sandbox(json_object *v, const char *field, JobSpec *s, char **ret_error) {
+        SandboxBlock b;
+        int r;
+
+        r = sandbox_block_from_json(v, field, &b, ret_error);
+        if (r < 0)
+                return r;
+        sandbox_block_done(&s->sandbox);
+        s->sandbox = b;
+        return 0;
+}
+
+/* Known keys are named "FIELD.KEY" in refusals, unknown ones "in FIELD" (where). */
+static int sandbox_parse_key(SandboxBlock *b, const char *field, const char *where, const char *k,
+                             json_object *v, char **ret_error) {
+        char elem[128];
+        char **l;
+        int r;
+
+        snprintf(elem, sizeof elem, "%s.%s", field, k);
+        if (streq(k, "profile"))
+                return dup_string(v, elem, check_name, &b->profile, ret_error);
+        if (streq(k, "backend"))
+                return dup_string(v, elem, check_name, &b->backend, ret_error);
+        if (streq(k, "tier"))
+                return dup_string(v, elem, check_name, &b->tier, ret_error);
+        if (streq(k, "overrides")) {
+                if (!json_object_is_type(v, json_type_object))
+                        return refuse(ret_error, "%s: must be an object", elem);
+                b->overrides = json_object_get(v);
+                return 0;
+        }
+        if (streq(k, "allow_hosts")) {
+                r = dup_string_array(v, elem, JOB_SPEC_ALLOW_HOSTS_MAX, check_host, &l, ret_error);
+                if (r < 0)
+                        return r;
+                for (char **h = l; *h; h++)
+                        for (char *c = *h; *c; c++)
+                                if (*c >= 'A' && *c <= 'Z')
+                                        *c += 'a' - 'A';
+                strv_free(b->allow_hosts);
+                b->allow_hosts = l;
+                return 0;
+        }
+        return refuse_unknown_key(k, where, ret_error);
+}
+
+int sandbox_block_from_json(json_object *o, const char *field, SandboxBlock *ret, char **ret_error) {
+        _cleanup_(sandbox_block_done) SandboxBlock b = {};
+        _cleanup_free_ char *where = NULL;
+        int r;
+
+        if (!field)
+                field = "sandbox";
+        if (!json_object_is_type(o, json_type_object))
+                return refuse(ret_error, "%s: must be an object", field);
+        if (asprintf(&where, "in %s", field) < 0)
+                return -ENOMEM;
+        b.allow_hosts = calloc(1, sizeof(char *));
+        if (!b.allow_hosts)
+                return -ENOMEM;
+        json_object_object_foreach(o, k, v) {
+                r = sandbox_parse_key(&b, field, where, k, v, ret_error);
+                if (r < 0)
+                        return r;
+        }
+        *ret = b;
+        b = (SandboxBlock) {};
+        return 0;
+}
+
+void sandbox_block_done(SandboxBlock *b) {
+        if (!b)
+                return;
+        free(b->profile);
+        free(b->backend);
+        free(b->tier);
+        json_object_put(b->overrides);
+        strv_free(b->allow_hosts);
+        *b = (SandboxBlock) {};
+}
+
+JobSpec *job_spec_free(JobSpec *s) {
+        if (!s)
+                return NULL;
+        free(s->job_id);
+        free(s->tenant);
+        strv_free(s->command);
+        strv_free(s->env);
+        free(s->checkout);
+        sandbox_block_done(&s->sandbox);
+        strv_free(s->outputs);
+        free(s);
+        return NULL;
+}
+
+static JobSpec *job_spec_new(void) {
+        _cleanup_(job_spec_freep) JobSpec *s = calloc(1, sizeof(JobSpec));
+
+        if (!s)
+                return NULL;
+        s->env = calloc(1, sizeof(char *));
+        s->outputs = calloc(1, sizeof(char *));
+        s->sandbox.allow_hosts = calloc(1, sizeof(char *));
+        if (!s->env || !s->outputs || !s->sandbox.allow_hosts)
+                return NULL;
+        s->limits = (JobLimits) {
+                .wall_clock_s = JOB_SPEC_DEFAULT_WALL_CLOCK_S,
+                .output_bytes = JOB_SPEC_DEFAULT_OUTPUT_BYTES,
+                .artifact_bytes = JOB_SPEC_DEFAULT_ARTIFACT_BYTES,
+                .artifact_files = JOB_SPEC_DEFAULT_ARTIFACT_FILES,
+        };
+        return TAKE_PTR(s);
+}
+
+static const struct {
+        const char *name;
+        int (*parse)(json_object *v, const char *field, JobSpec *s, char **ret_error);
+        bool required;
+} top_fields[] = {
+        { "job_id",   parse_job_id,   true },
+        { "tenant",   parse_tenant,   true },
+        { "command",  parse_command,  true },
+        { "env",      parse_env,      false },
+        { "checkout", parse_checkout, false },
+        { "sandbox",  parse_sandbox,  false },
+        { "limits",   parse_limits,   false },
+        { "outputs",  parse_outputs,  false },
+};
+
+int job_spec_parse(const char *buf, size_t len, JobSpec **ret, char **ret_error) {
+        _cleanup_json_ json_object *o = NULL;
+        _cleanup_(job_spec_freep) JobSpec *s = NULL;
+        int r;
+
+        if (!buf || !ret)
+                return -EINVAL;
+        r = json_parse_strict(buf, len, JSON_STRICT_MAX_BYTES, JSON_STRICT_MAX_DEPTH, &o, ret_error);
+        if (r < 0)
+                return r;
+        if (!json_object_is_type(o, json_type_object))
+                return refuse(ret_error, "top level: must be an object");
+        s = job_spec_new();
+        if (!s)
+                return -ENOMEM;
+
+        json_object_object_foreach(o, k, v) {
+                size_t i;
+
+                for (i = 0; i < ELEMENTSOF(top_fields); i++)
+                        if (streq(k, top_fields[i].name))
+                                break;
+                if (i >= ELEMENTSOF(top_fields))
+                        return refuse_unknown_key(k, "at top level", ret_error);
+                r = top_fields[i].parse(v, top_fields[i].name, s, ret_error);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(top_fields); i++)
+                if (top_fields[i].required && !json_object_object_get_ex(o, top_fields[i].name, NULL))
+                        return refuse(ret_error, "%s: missing (required)", top_fields[i].name);
+
+        *ret = TAKE_PTR(s);
+        return 0;
+}

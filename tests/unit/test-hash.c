@@ -1,0 +1,184 @@
+/* test-hash.c: sha256 vectors, hash_fd() bounds, the tree digest format as documented, input_sha stability and
+ * sensitivity, and that a fifo in the checkout never blocks the walk. */
+#include <fcntl.h>
+#include <ftw.h>
+#include <sodium.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "hash.h"
+#include "macro.h"
+#include "tests.h"
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f) {
+        return remove(p);
+}
+
+static void rm_rf(const char *p) {
+        nftw(p, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static int write_at(int dirfd, const char *path, const char *content, mode_t mode) {
+        _cleanup_close_ int fd = openat(dirfd, path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+        if (fd < 0 || write(fd, content, strlen(content)) != (ssize_t) strlen(content) || fchmod(fd, mode) < 0)
+                return -errno;
+        return 0;
+}
+
+/* A checkout with a file, an executable, a symlink out of the tree, a subdirectory and a fifo. */
+static int make_tree(char *tmpl, int *ret_fd) {
+        if (!mkdtemp(tmpl))
+                return -errno;
+        int fd = open(tmpl, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0 || mkdirat(fd, "d", 0755) < 0 || write_at(fd, "a", "hi\n", 0644) < 0 ||
+            write_at(fd, "d/run", "#!/bin/sh\n", 0755) < 0 || symlinkat("/etc/passwd", fd, "l") < 0 ||
+            mkfifoat(fd, "d/pipe", 0644) < 0)
+                return -errno;
+        *ret_fd = fd;
+        return 0;
+}
+
+static void input_of(int dirfd, const char *spec, char ret[SHA256_HEX_SIZE]) {
+        if (input_sha_compute(spec, strlen(spec), dirfd, ret) < 0)
+                strcpy(ret, "error");
+}
+
+TEST(sha256_vectors) {
+        char hex[SHA256_HEX_SIZE];
+
+        sha256_hex("", 0, hex);
+        ASSERT_STREQ("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", hex);
+        sha256_hex("abc", 3, hex);
+        ASSERT_STREQ("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad", hex);
+        sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", 56, hex);
+        ASSERT_STREQ("248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1", hex);
+}
+
+TEST(hash_fd_bounded) {
+        char path[] = "/tmp/pond-test-hash-XXXXXX", hex[SHA256_HEX_SIZE];
+        uint8_t d[SHA256_SIZE];
+        uint64_t size = 0;
+        _cleanup_close_ int fd = mkostemp(path, O_CLOEXEC);
+
+        ASSERT_TRUE(fd >= 0);
+        unlink(path);
+        ASSERT_EQ(3, write(fd, "abc", 3));
+        ASSERT_EQ(0, lseek(fd, 0, SEEK_SET));
+        ASSERT_OK(hash_fd(fd, -EBADF, 3, d, &size));
+        ASSERT_EQ(3, size);
+        hex_encode(d, sizeof d, hex);
+        ASSERT_STREQ("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad", hex);
+        ASSERT_EQ(0, lseek(fd, 0, SEEK_SET));
+        ASSERT_ERROR(EFBIG, hash_fd(fd, -EBADF, 2, d, &size));
+}
+
+/* Recomputes the digest from docs/result-format.md by hand: the format, not just the code, is what is tested. */
+TEST(tree_digest_matches_documented_format) {
+        char tmpl[] = "/tmp/pond-test-tree-XXXXXX", a_hex[SHA256_HEX_SIZE], run_hex[SHA256_HEX_SIZE];
+        char records[1024], expect_hex[SHA256_HEX_SIZE], got_hex[SHA256_HEX_SIZE];
+        uint8_t got[SHA256_SIZE];
+        int fd = -EBADF;
+
+        ASSERT_OK(make_tree(tmpl, &fd));
+        sha256_hex("hi\n", 3, a_hex);
+        sha256_hex("#!/bin/sh\n", 10, run_hex);
+        /* Sorted bytewise by path: "a" < "d" < "d/pipe" < "d/run" < "l". */
+        snprintf(records, sizeof records,
+                 "f 1:a 3 %s\n"
+                 "d 1:d 0 -\n"
+                 "p 6:d/pipe 0 -\n"
+                 "x 5:d/run 10 %s\n"
+                 "l 1:l 11 11:/etc/passwd\n",
+                 a_hex, run_hex);
+        sha256_hex(records, strlen(records), expect_hex);
+        ASSERT_OK(tree_digest(fd, got));
+        hex_encode(got, sizeof got, got_hex);
+        ASSERT_STREQ(expect_hex, got_hex);
+        safe_close(fd);
+        rm_rf(tmpl);
+}
+
+TEST(input_sha_without_checkout) {
+        uint8_t buf[sizeof INPUT_SHA_DOMAIN - 1 + 2 * SHA256_SIZE];
+        char expect[SHA256_HEX_SIZE], got[SHA256_HEX_SIZE];
+        const char *spec = "{\"job_id\":\"j1\"}\n";
+
+        memcpy(buf, INPUT_SHA_DOMAIN, sizeof INPUT_SHA_DOMAIN - 1);
+        crypto_hash_sha256(buf + sizeof INPUT_SHA_DOMAIN - 1, (const uint8_t *) spec, strlen(spec));
+        crypto_hash_sha256(buf + sizeof INPUT_SHA_DOMAIN - 1 + SHA256_SIZE, (const uint8_t *) "", 0);
+        sha256_hex(buf, sizeof buf, expect);
+        ASSERT_OK(input_sha_compute(spec, strlen(spec), -EBADF, got));
+        ASSERT_STREQ(expect, got);
+}
+
+TEST(input_sha_stable_and_sensitive) {
+        char tmpl[] = "/tmp/pond-test-input-XXXXXX", base[SHA256_HEX_SIZE], h[SHA256_HEX_SIZE];
+        const char *spec = "{\"job_id\":\"j1\"}";
+        int fd = -EBADF;
+
+        ASSERT_OK(make_tree(tmpl, &fd));
+        input_of(fd, spec, base);
+        input_of(fd, spec, h);
+        ASSERT_STREQ(base, h);
+
+        input_of(fd, "{\"job_id\":\"j2\"}", h); /* one spec byte */
+        ASSERT_FALSE(streq(base, h));
+        input_of(fd, "{\"job_id\":\"j1\"} ", h); /* the spec exactly as issued, whitespace included */
+        ASSERT_FALSE(streq(base, h));
+
+        ASSERT_OK(write_at(fd, "a", "ho\n", 0644)); /* content */
+        input_of(fd, spec, h);
+        ASSERT_FALSE(streq(base, h));
+        ASSERT_OK(write_at(fd, "a", "hi\n", 0644));
+        input_of(fd, spec, h);
+        ASSERT_STREQ(base, h); /* back to the same bytes: same digest (mtime is not part of it) */
+
+        ASSERT_OK(fchmodat(fd, "a", 0755, 0)); /* mode */
+        input_of(fd, spec, h);
+        ASSERT_FALSE(streq(base, h));
+        ASSERT_OK(fchmodat(fd, "a", 0644, 0));
+
+        ASSERT_OK(unlinkat(fd, "l", 0)); /* symlink target */
+        ASSERT_OK(symlinkat("/etc/shadow", fd, "l"));
+        input_of(fd, spec, h);
+        ASSERT_FALSE(streq(base, h));
+        ASSERT_OK(unlinkat(fd, "l", 0));
+        ASSERT_OK(symlinkat("/etc/passwd", fd, "l"));
+        input_of(fd, spec, h);
+        ASSERT_STREQ(base, h);
+
+        ASSERT_OK(renameat(fd, "a", fd, "b")); /* rename */
+        input_of(fd, spec, h);
+        ASSERT_FALSE(streq(base, h));
+        safe_close(fd);
+        rm_rf(tmpl);
+}
+
+TEST(fifo_never_blocks) {
+        char tmpl[] = "/tmp/pond-test-fifo-XXXXXX", h[SHA256_HEX_SIZE];
+        int fd = -EBADF;
+
+        ASSERT_OK(make_tree(tmpl, &fd));
+        alarm(20); /* a walk that opened the fifo would hang here: fail loudly instead */
+        ASSERT_OK(input_sha_compute("x", 1, fd, h));
+        alarm(0);
+        safe_close(fd);
+        rm_rf(tmpl);
+}
+
+TEST(openat_beneath_refuses_escapes) {
+        char tmpl[] = "/tmp/pond-test-beneath-XXXXXX";
+        int fd = -EBADF;
+
+        ASSERT_OK(make_tree(tmpl, &fd));
+        ASSERT_ERROR(ELOOP, openat_beneath(fd, "l", O_RDONLY, 0));
+        ASSERT_ERROR(EXDEV, openat_beneath(fd, "../etc/passwd", O_RDONLY, 0));
+        ASSERT_ERROR(EXDEV, openat_beneath(fd, "/etc/passwd", O_RDONLY, 0));
+        int p = openat_beneath(fd, "l", O_PATH, 0);
+        ASSERT_TRUE(p >= 0);
+        safe_close(p);
+        safe_close(fd);
+        rm_rf(tmpl);
+}
+
+TEST_MAIN();
