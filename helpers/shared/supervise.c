@@ -43,6 +43,12 @@ static int job_accept(Job *j) {
         _cleanup_free_ char *err = NULL, *path = NULL;
         int r;
 
+        if (asprintf(&path, "%s/%s/result.json", j->paths.results, j->id) < 0)
+                return -ENOMEM;
+        if (access(path, F_OK) == 0)
+                return set_reason(j, "job_id: a result for this id exists already (ids are never reused)") ?:
+                        -EEXIST;
+        free(path);
         if (asprintf(&path, "%s/job.json", j->paths.spool) < 0)
                 return -ENOMEM;
         r = read_full_file(path, 1024 * 1024, &j->spec_buf, &j->spec_len);
