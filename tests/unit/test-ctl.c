@@ -10,6 +10,16 @@
 #include "spec.h"
 #include "tests.h"
 
+/* JSON written with ' for " (readable in C strings), parsed. */
+static json_object *parse_q(const char *text) {
+        _cleanup_free_ char *t = strdup(text);
+
+        for (char *c = t; c && *c; c++)
+                if (*c == '\'')
+                        *c = '"';
+        return t ? json_tokener_parse(t) : NULL;
+}
+
 /* Parses argv as `pondctl run` would and returns the spec it would submit, parsed back. */
 static JobSpec *run_spec(int argc, char **argv, json_object *base, char **ret_buf) {
         _cleanup_(ctl_run_args_done) CtlRunArgs a = {};
@@ -31,11 +41,13 @@ static JobSpec *run_spec(int argc, char **argv, json_object *base, char **ret_bu
 }
 
 TEST(run_options_build_a_valid_spec) {
-        char *argv[] = { "run", "--profile", "untrusted-code-write", "--backend", "runc", "--tier", "trusted",
-                         "--image", "host", "--checkout", "/tmp", "--allow-host", "PyPI.org", "--allow-host",
-                         "*.github.com", "--memory", "512M", "--cpus", "1.5", "--pids", "100", "--tmpfs-size",
-                         "64M", "--timeout", "30", "--output", "out", "--output", "dist/a.whl", "--env", "A=1",
-                         "--env", "B=x=y", "--job-id", "job-1", "--quiet", "--", "make", "-j", "test", NULL };
+        char *argv[] = { "run", "--profile", "untrusted-code-write", "--backend", "runc",
+                         "--tier", "trusted", "--image", "host", "--checkout", "/tmp",
+                         "--allow-host", "PyPI.org", "--allow-host", "*.github.com",
+                         "--memory", "512M", "--cpus", "1.5", "--pids", "100", "--tmpfs-size", "64M",
+                         "--timeout", "30", "--output", "out", "--output", "dist/a.whl",
+                         "--env", "A=1", "--env", "B=x=y", "--job-id", "job-1", "--quiet",
+                         "--", "make", "-j", "test", NULL };
         _cleanup_(job_spec_freep) JobSpec *s = run_spec(ELEMENTSOF(argv) - 1, argv, NULL, NULL);
         json_object *ov;
 
@@ -89,13 +101,13 @@ TEST(job_ids_differ) {
 }
 
 TEST(options_override_spec_file) {
-        static const char *base_text = "{\"job_id\": \"from-file\", \"tenant\": \"acme\", \"command\": [\"a\"],"
-                                       " \"env\": {\"A\": \"1\", \"B\": \"2\"}, \"sandbox\": {\"profile\": \"none\","
-                                       " \"overrides\": {\"memory\": \"1G\", \"pids_limit\": 10}},"
-                                       " \"outputs\": [\"x\"]}";
-        char *argv[] = { "run", "--profile", "untrusted-code-read", "--env", "B=3", "--pids", "20", "--output",
-                         "y", "--", "b", "c", NULL };
-        _cleanup_json_ json_object *base = json_tokener_parse(base_text);
+        static const char *base_text = "{'job_id': 'from-file', 'tenant': 'acme', 'command': ['a'],"
+                                       " 'env': {'A': '1', 'B': '2'}, 'sandbox': {'profile': 'none',"
+                                       " 'overrides': {'memory': '1G', 'pids_limit': 10}},"
+                                       " 'outputs': ['x']}";
+        char *argv[] = { "run", "--profile", "untrusted-code-read", "--env", "B=3", "--pids", "20",
+                         "--output", "y", "--", "b", "c", NULL };
+        _cleanup_json_ json_object *base = parse_q(base_text);
         _cleanup_(job_spec_freep) JobSpec *s = run_spec(ELEMENTSOF(argv) - 1, argv, base, NULL);
         json_object *ov;
 
@@ -134,7 +146,7 @@ TEST(bad_options_are_refused) {
         ASSERT_TRUE(ctl_run_parse_argv(5, pids, &(CtlRunArgs) {}) < 0);
         ASSERT_TRUE(ctl_run_parse_argv(5, mem, &(CtlRunArgs) {}) < 0);
         ASSERT_TRUE(ctl_run_parse_argv(3, nocmd, &(CtlRunArgs) {}) < 0);
-        /* Well-formed options, but the worker's parser refuses the spec: pondctl says why before submitting. */
+        /* Well-formed options, but the worker's parser refuses the spec: refused before submitting. */
         ASSERT_TRUE(!run_spec(5, badid, NULL, NULL));
 }
 
@@ -156,7 +168,7 @@ TEST(checkout_rewrite_is_verbatim_without_checkout) {
 
 /* The exit status of a result; *ret_why (a copy: the reason lives in the result) if asked. */
 static int exit_of(const char *json, char **ret_why) {
-        _cleanup_json_ json_object *o = json_tokener_parse(json);
+        _cleanup_json_ json_object *o = parse_q(json);
         const char *why = NULL;
         int r = ctl_exit_status_from_result(o, &why);
 
@@ -168,25 +180,22 @@ static int exit_of(const char *json, char **ret_why) {
 TEST(exit_status_from_result) {
         _cleanup_free_ char *w1 = NULL, *w2 = NULL, *w3 = NULL, *w4 = NULL;
 
-        ASSERT_EQ(0, exit_of("{\"status\":\"completed\",\"exit\":{\"rc\":0,\"signal\":null,\"timed_out\":false}}",
-                             &w1));
+        ASSERT_EQ(0, exit_of("{'status':'completed','exit':{'rc':0,'signal':null,'timed_out':false}}", &w1));
         ASSERT_TRUE(!w1);
-        ASSERT_EQ(3, exit_of("{\"status\":\"completed\",\"exit\":{\"rc\":3,\"signal\":null}}", NULL));
-        ASSERT_EQ(128 + 9, exit_of("{\"status\":\"completed\",\"exit\":{\"rc\":null,\"signal\":\"SIGKILL\"}}", NULL));
-        ASSERT_EQ(128 + 15, exit_of("{\"status\":\"completed\",\"exit\":{\"signal\":\"SIGTERM\"}}", NULL));
-        ASSERT_EQ(126, exit_of("{\"status\":\"completed\",\"exit\":{\"signal\":\"?\"}}", NULL));
-        ASSERT_EQ(124, exit_of("{\"status\":\"completed\",\"exit\":{\"rc\":null,\"signal\":\"SIGKILL\","
-                               "\"timed_out\":true}}", &w2));
+        ASSERT_EQ(3, exit_of("{'status':'completed','exit':{'rc':3,'signal':null}}", NULL));
+        ASSERT_EQ(128 + 9, exit_of("{'status':'completed','exit':{'rc':null,'signal':'SIGKILL'}}", NULL));
+        ASSERT_EQ(128 + 15, exit_of("{'status':'completed','exit':{'signal':'SIGTERM'}}", NULL));
+        ASSERT_EQ(126, exit_of("{'status':'completed','exit':{'signal':'?'}}", NULL));
+        ASSERT_EQ(124, exit_of("{'status':'completed','exit':{'signal':'SIGKILL','timed_out':true}}", &w2));
         ASSERT_TRUE(w2);
-        ASSERT_EQ(125, exit_of("{\"status\":\"refused\",\"reason\":\"sandbox.profile: missing\",\"exit\":{}}", &w3));
+        ASSERT_EQ(125, exit_of("{'status':'refused','reason':'sandbox.profile: missing','exit':{}}", &w3));
         ASSERT_STREQ("sandbox.profile: missing", w3);
-        ASSERT_EQ(126, exit_of("{\"status\":\"failed\",\"reason\":\"runtime broke\"}", &w4));
+        ASSERT_EQ(126, exit_of("{'status':'failed','reason':'runtime broke'}", &w4));
         ASSERT_STREQ("runtime broke", w4);
-        ASSERT_EQ(130, exit_of("{\"status\":\"cancelled\",\"exit\":{\"signal\":\"SIGKILL\",\"cancelled\":true}}",
-                               NULL));
-        ASSERT_EQ(126, exit_of("{\"status\":\"weird\"}", NULL));
-        ASSERT_EQ(126, exit_of("{\"exit\":{\"rc\":0}}", NULL));
-        ASSERT_EQ(126, exit_of("{\"status\":\"completed\",\"exit\":{}}", NULL));
+        ASSERT_EQ(130, exit_of("{'status':'cancelled','exit':{'signal':'SIGKILL','cancelled':true}}", NULL));
+        ASSERT_EQ(126, exit_of("{'status':'weird'}", NULL));
+        ASSERT_EQ(126, exit_of("{'exit':{'rc':0}}", NULL));
+        ASSERT_EQ(126, exit_of("{'status':'completed','exit':{}}", NULL));
 }
 
 TEST(index_line_parse) {
@@ -207,7 +216,8 @@ TEST(index_line_parse) {
         ASSERT_EQ(3, e.usec);
 
         static const char *const bad[] = {
-                "", "1 stdout 0 6", "1 stdin 0 6 7", "1 stdout -1 6 7", "1 stdout 0 6 7 8", "1  stdout 0 6 7",
+                "", "1 stdout 0 6", "1 stdin 0 6 7", "1 stdout -1 6 7", "1 stdout 0 6 7 8",
+                "1  stdout 0 6 7",
                 "x stdout 0 6 7", "1 stdout 0 6 7x", "1 stdout 99999999999999999999999 1 1",
                 "1 stdout 18446744073709551615 1 1", " 1 stdout 0 6 7",
         };

@@ -1,0 +1,102 @@
+/* ctl-submit.c: handing a job to the worker: a new spool entry STATEDIR/jobs/ID/job.json (0700/0600, job ids
+ * are never reused) and `systemctl start pond-job@ID.service` over D-Bus. A submission either starts the
+ * unit or leaves nothing behind. */
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ctl.h"
+#include "fileio.h"
+#include "log.h"
+#include "result.h"
+
+/* The directory holding p (a path with at least one '/' after the first character). */
+static int parent_of(const char *p, char **ret) {
+        const char *slash = strrchr(p, '/');
+        char *d;
+
+        if (!slash || slash == p)
+                return -EINVAL;
+        d = strndup(p, (size_t) (slash - p));
+        if (!d)
+                return -ENOMEM;
+        *ret = d;
+        return 0;
+}
+
+static void spool_remove(const char *spool, const char *job_id) {
+        _cleanup_free_ char *parent = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        int r;
+
+        if (parent_of(spool, &parent) < 0)
+                return;
+        fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        r = fd < 0 ? -errno : rm_rf_at(fd, job_id);
+        if (r < 0)
+                log_warning_errno(r, "Could not remove the spool entry %s: %m", spool);
+}
+
+static int spool_create(const JobPaths *paths, const char *job_id, const char *spec, size_t len) {
+        _cleanup_free_ char *parent = NULL, *result = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        int r;
+
+        if (asprintf(&result, "%s/%s", paths->results, job_id) < 0 || parent_of(paths->spool, &parent) < 0) {
+                log_oom();
+                return CTL_EXIT_FAILED;
+        }
+        if (access(result, F_OK) >= 0) {
+                log_error("Job id %s was already used: %s exists. Job ids are never reused.", job_id,
+                          result);
+                return CTL_EXIT_REFUSED;
+        }
+        r = mkdir_p(parent, 0755);
+        if (r < 0) {
+                log_error_errno(r, "Cannot create %s: %m", parent);
+                return CTL_EXIT_FAILED;
+        }
+        if (mkdir(paths->spool, 0700) < 0) {
+                if (errno == EEXIST) {
+                        log_error("Job id %s was already used: %s exists. Job ids are never reused.", job_id,
+                                  paths->spool);
+                        return CTL_EXIT_REFUSED;
+                }
+                log_error_errno(errno, "Cannot create %s: %m", paths->spool);
+                return CTL_EXIT_FAILED;
+        }
+        fd = open(paths->spool, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        r = fd < 0 ? -errno : write_file_atomic_at(fd, "job.json", spec, len, 0600);
+        if (r < 0) {
+                log_error_errno(r, "Cannot write %s/job.json: %m", paths->spool);
+                spool_remove(paths->spool, job_id);
+                return CTL_EXIT_FAILED;
+        }
+        return 0;
+}
+
+int ctl_submit(sd_bus **bus, const JobPaths *paths, const char *job_id, const char *spec, size_t len) {
+        _cleanup_free_ char *unit = NULL, *err = NULL;
+        int r;
+
+        if (ctl_job_unit_name(job_id, &unit) < 0) {
+                log_error("Invalid job id '%s'.", job_id);
+                return CTL_EXIT_REFUSED;
+        }
+        r = spool_create(paths, job_id, spec, len);
+        if (r != 0)
+                return r;
+        if (!*bus) {
+                r = ctl_bus_open(bus);
+                if (r < 0 && asprintf(&err, "cannot connect to the system bus: %s", strerror(-r)) < 0)
+                        err = NULL;
+        }
+        if (*bus)
+                r = ctl_unit_call(*bus, "StartUnit", unit, &err);
+        if (r < 0) {
+                log_error("cannot start %s: %s", unit, err ?: strerror(-r));
+                spool_remove(paths->spool, job_id);
+                return CTL_EXIT_FAILED;
+        }
+        return 0;
+}

@@ -1,0 +1,218 @@
+/* ctl-verify.c: the verbs about trust: `result` and `verify` check a signed result against the pinned key,
+ * `keygen` creates a worker's keys for enrollment, and `hash-input` predicts the input_sha a worker will
+ * sign, so that the control plane can demand it with `verify --input-sha`. */
+#include <fcntl.h>
+#include <getopt.h>
+#include <string.h>
+
+#include "config.h"
+#include "ctl.h"
+#include "fileio.h"
+#include "hash.h"
+#include "result.h"
+
+static void print_artifacts(json_object *result) {
+        json_object *arts = json_object_object_get(result, "artifacts");
+        size_t n = json_object_is_type(arts, json_type_array) ? json_object_array_length(arts) : 0;
+
+        for (size_t i = 0; i < n; i++) {
+                json_object *a = json_object_array_get_idx(arts, i);
+                const char *sha = json_object_get_string(json_object_object_get(a, "sha256"));
+
+                printf("  %-8s %-9s %12" PRId64 " %s%s%.16s\n",
+                       json_object_get_string(json_object_object_get(a, "kind")) ?: "?",
+                       json_object_get_string(json_object_object_get(a, "change")) ?: "",
+                       json_object_get_int64(json_object_object_get(a, "size")),
+                       json_object_get_string(json_object_object_get(a, "path")) ?: "?", sha ? "  " : "",
+                       sha ?: "");
+        }
+}
+
+static void print_result(json_object *result, const char *dir) {
+        static const char *const fields[] = { "tenant", "input_sha", "profile", "backend", "tier", "image" };
+
+        ctl_print_summary(stdout, result, dir);
+        for (size_t i = 0; i < ELEMENTSOF(fields); i++) {
+                json_object *v = json_object_object_get(result, fields[i]);
+                printf("pond: %s %s\n", fields[i], v ? json_object_get_string(v) : "-");
+        }
+        print_artifacts(result);
+}
+
+/* Verifies dir and, with json, prints result.json byte for byte as verified (read again and compared, so
+ * what is printed is what the signature covers). */
+static int verify_and_print(const char *dir, const uint8_t *pk, const char *job_id, const char *input_sha,
+                            bool json) {
+        _cleanup_free_ char *path = NULL, *before = NULL, *after = NULL, *err = NULL;
+        _cleanup_json_ json_object *result = NULL;
+        size_t blen = 0, alen = 0;
+        int r;
+
+        if (asprintf(&path, "%s/%s", dir, RESULT_JSON_FILE) < 0)
+                return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
+        if (json && read_full_file(path, RESULT_JSON_MAX, &before, &blen) < 0)
+                before = NULL;
+        r = result_verify(dir, pk, job_id, input_sha, &result, &err);
+        if (r < 0) {
+                printf("FAILED: %s\n", err ?: strerror(-r));
+                return CTL_EXIT_ERROR;
+        }
+        if (!json) {
+                printf("OK\n");
+                print_result(result, dir);
+                return 0;
+        }
+        r = read_full_file(path, RESULT_JSON_MAX, &after, &alen);
+        if (r < 0 || !before || alen != blen || memcmp(before, after, alen) != 0)
+                return ctl_fail(CTL_EXIT_ERROR, "%s changed while it was being verified.", path);
+        fwrite(after, 1, alen, stdout);
+        return 0;
+}
+
+int ctl_verb_result(int argc, char *argv[]) {
+        static const struct option options[] = {
+                { "json", no_argument, NULL, 'j' },
+                { "pubkey", required_argument, NULL, 'k' },
+                {}
+        };
+        _cleanup_(job_paths_done) JobPaths paths = {};
+        _cleanup_free_ char *dir = NULL;
+        const char *id, *pubkey = NULL;
+        uint8_t pk[KEY_SIGN_PUBLIC_SIZE];
+        bool json = false;
+        int c;
+
+        optind = 0;
+        while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
+                switch (c) {
+                case 'j': json = true; break;
+                case 'k': pubkey = optarg; break;
+                default: return CTL_EXIT_ERROR;
+                }
+        if (ctl_job_id_arg(argc, argv, optind, &id) < 0 || ctl_load_public_key(pubkey, pk) < 0)
+                return CTL_EXIT_ERROR;
+        if (job_paths_init(&paths, id) < 0 || ctl_result_dir(&paths, id, &dir) < 0)
+                return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
+        if (access(dir, F_OK) < 0)
+                return ctl_fail_errno(CTL_EXIT_ERROR, errno, "Job %s has no result in %s: %m", id, dir);
+        return verify_and_print(dir, pk, id, NULL, json);
+}
+
+int ctl_verb_verify(int argc, char *argv[]) {
+        static const struct option options[] = {
+                { "pubkey", required_argument, NULL, 'k' },
+                { "job-id", required_argument, NULL, 'i' },
+                { "input-sha", required_argument, NULL, 's' },
+                {}
+        };
+        const char *pubkey = NULL, *job_id = NULL, *input_sha = NULL;
+        uint8_t pk[KEY_SIGN_PUBLIC_SIZE];
+        int c;
+
+        optind = 0;
+        while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
+                switch (c) {
+                case 'k': pubkey = optarg; break;
+                case 'i': job_id = optarg; break;
+                case 's': input_sha = optarg; break;
+                default: return CTL_EXIT_ERROR;
+                }
+        if (!pubkey || optind != argc - 1)
+                return ctl_fail(CTL_EXIT_ERROR, "Usage: pondctl verify --pubkey FILE [--job-id ID] "
+                                "[--input-sha HEX] DIR");
+        if (input_sha && (strlen(input_sha) != SHA256_HEX_SIZE - 1 ||
+                          strspn(input_sha, "0123456789abcdef") != SHA256_HEX_SIZE - 1))
+                return ctl_fail(CTL_EXIT_ERROR, "--input-sha: must be 64 lowercase hex digits.");
+        if (ctl_load_public_key(pubkey, pk) < 0)
+                return CTL_EXIT_ERROR;
+        return verify_and_print(argv[optind], pk, job_id, input_sha, false);
+}
+
+static int print_public_key(const char *dir, const char *name, const char *what, size_t size) {
+        _cleanup_free_ char *path = NULL, *text = NULL;
+        char fp[KEY_FINGERPRINT_SIZE];
+        uint8_t pk[32]; /* KEY_SIGN_PUBLIC_SIZE and KEY_SEAL_PUBLIC_SIZE */
+
+        _Static_assert(KEY_SIGN_PUBLIC_SIZE <= sizeof pk && KEY_SEAL_PUBLIC_SIZE <= sizeof pk, "key size");
+        size_t len;
+        int r;
+
+        if (asprintf(&path, "%s/%s", dir, name) < 0)
+                return -ENOMEM;
+        r = key_load_public(path, size, pk);
+        if (r >= 0)
+                r = read_full_file(path, 1024, &text, &len);
+        if (r < 0)
+                return log_error_errno(r, "Cannot read %s: %m", path);
+        key_fingerprint(pk, size, fp);
+        printf("%s\n  file        %s\n  key         %s\n  fingerprint %s\n", what, path,
+               strtok(text, "\n") ?: "", fp);
+        return 0;
+}
+
+int ctl_verb_keygen(int argc, char *argv[]) {
+        static const struct option options[] = { { "dir", required_argument, NULL, 'd' }, {} };
+        const char *dir = POND_KEYDIR;
+        int c, r;
+
+        optind = 0;
+        while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0) {
+                if (c != 'd')
+                        return CTL_EXIT_ERROR;
+                dir = optarg;
+        }
+        if (optind != argc)
+                return ctl_fail(CTL_EXIT_ERROR, "Usage: pondctl keygen [--dir DIR]");
+        r = keys_generate(dir);
+        if (r == -EEXIST)
+                return ctl_fail(CTL_EXIT_ERROR, "Keys already exist in %s; they are pinned at enrollment. "
+                                "Remove them first to replace them.", dir);
+        if (r < 0)
+                return ctl_fail_errno(CTL_EXIT_ERROR, r, "Cannot generate keys in %s: %m", dir);
+        if (print_public_key(dir, KEY_SIGN_PUBLIC_FILE, "Signing key (Ed25519; pin it to verify results):",
+                             KEY_SIGN_PUBLIC_SIZE) < 0 ||
+            print_public_key(dir, KEY_SEAL_PUBLIC_FILE, "Sealing key (X25519; seal job secrets to it):",
+                             KEY_SEAL_PUBLIC_SIZE) < 0)
+                return CTL_EXIT_ERROR;
+        return 0;
+}
+
+int ctl_verb_hash_input(int argc, char *argv[]) {
+        static const struct option options[] = { { "checkout", required_argument, NULL, 'c' }, {} };
+        _cleanup_free_ char *checkout = NULL, *file = NULL, *spec = NULL, *err = NULL;
+        _cleanup_(job_spec_freep) JobSpec *parsed = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        char hex[SHA256_HEX_SIZE];
+        size_t file_len, len;
+        int c, r;
+
+        optind = 0;
+        while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0) {
+                if (c != 'c')
+                        return CTL_EXIT_ERROR;
+                r = ctl_checkout_resolve(optarg, &checkout);
+                if (r < 0)
+                        return ctl_fail_errno(CTL_EXIT_ERROR, r, "--checkout: cannot use '%s': %m", optarg);
+        }
+        if (optind != argc - 1)
+                return ctl_fail(CTL_EXIT_ERROR, "Usage: pondctl hash-input SPEC [--checkout DIR]");
+        /* Exactly the bytes submit would write, and the tree the worker would hash. */
+        r = ctl_spec_read(argv[optind], &file, &file_len, &err);
+        if (r >= 0)
+                r = ctl_spec_rewrite(file, file_len, checkout, &spec, &len, &err);
+        if (r >= 0)
+                r = ctl_spec_validate(spec, len, &parsed, &err);
+        if (r < 0)
+                return ctl_fail(CTL_EXIT_ERROR, "Refused: %s: %s", argv[optind], err ?: strerror(-r));
+        if (parsed->checkout) {
+                fd = open(parsed->checkout, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (fd < 0)
+                        return ctl_fail_errno(CTL_EXIT_ERROR, errno, "Cannot open the checkout %s: %m",
+                                              parsed->checkout);
+        }
+        r = input_sha_compute(spec, len, fd, hex);
+        if (r < 0)
+                return ctl_fail_errno(CTL_EXIT_ERROR, r, "Cannot hash the input of %s: %m", argv[optind]);
+        printf("%s\n", hex);
+        return 0;
+}

@@ -1,0 +1,286 @@
+/* ctl-wait.c: the tail of `pondctl run` and all of `pondctl wait`: stream the log while the job runs, wait
+ * until its signed result exists and its unit has stopped (cleanup included), cancel on SIGINT/SIGTERM,
+ * verify the result against the pinned key, and turn it into an exit status. */
+#include <signal.h>
+#include <string.h>
+#include <time.h>
+
+#include "config.h"
+#include "ctl.h"
+#include "log.h"
+#include "result.h"
+
+/* Short enough that the end of a job is noticed within a few ms even without a change signal. */
+#define CTL_WAIT_TICK_USEC (5ULL * 1000)
+/* Before the result exists the unit is only asked this often (a change signal wakes us sooner). */
+#define CTL_WAIT_QUERY_USEC (100ULL * 1000)
+
+static volatile sig_atomic_t cancel_requests;
+
+static void on_cancel_signal(int sig) {
+        cancel_requests++;
+}
+
+static json_object *get(json_object *o, const char *key) {
+        json_object *v = NULL;
+        return o && json_object_object_get_ex(o, key, &v) ? v : NULL;
+}
+
+static const char *get_str(json_object *o, const char *key) {
+        json_object *v = get(o, key);
+        return json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+}
+
+static bool get_bool(json_object *o, const char *key) {
+        json_object *v = get(o, key);
+        return json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v);
+}
+
+static int signal_from_name(const char *name) {
+        if (!name || strncmp(name, "SIG", 3) != 0)
+                return -EINVAL;
+        for (int i = 1; i < NSIG; i++) {
+                const char *abbrev = sigabbrev_np(i);
+                if (abbrev && streq(abbrev, name + 3))
+                        return i;
+        }
+        return -EINVAL;
+}
+
+int ctl_exit_status_from_result(json_object *result, const char **ret_why) {
+        const char *status = get_str(result, "status"), *why = get_str(result, "reason");
+        json_object *ex = get(result, "exit"), *rc = get(ex, "rc");
+        int ret, sig;
+
+        if (!status) {
+                why = "the result has no status";
+                ret = CTL_EXIT_FAILED;
+        } else if (streq(status, "refused"))
+                ret = CTL_EXIT_REFUSED;
+        else if (streq(status, "failed"))
+                ret = CTL_EXIT_FAILED;
+        else if (streq(status, "cancelled"))
+                ret = CTL_EXIT_CANCELLED;
+        else if (!streq(status, "completed")) {
+                why = "the result has an unknown status";
+                ret = CTL_EXIT_FAILED;
+        } else if (get_bool(ex, "timed_out")) {
+                why = "the job ran out of wall-clock time";
+                ret = CTL_EXIT_TIMEOUT;
+        } else if (get_str(ex, "signal")) {
+                sig = signal_from_name(get_str(ex, "signal"));
+                why = sig > 0 ? NULL : "the job was killed by an unknown signal";
+                ret = sig > 0 ? CTL_EXIT_SIGNAL_BASE + sig : CTL_EXIT_FAILED;
+        } else if (json_object_is_type(rc, json_type_int)) {
+                ret = json_object_get_int(rc) & 0xff;
+                why = NULL;
+        } else {
+                why = "the result has neither an exit code nor a signal";
+                ret = CTL_EXIT_FAILED;
+        }
+        if (ret_why)
+                *ret_why = why;
+        return ret;
+}
+
+static void format_exit(json_object *ex, char *buf, size_t size) {
+        json_object *rc = get(ex, "rc");
+        const char *sig = get_str(ex, "signal");
+
+        if (sig)
+                snprintf(buf, size, "signal %s", sig);
+        else if (json_object_is_type(rc, json_type_int))
+                snprintf(buf, size, "rc %d", json_object_get_int(rc));
+        else
+                snprintf(buf, size, "no exit status");
+}
+
+void ctl_print_summary(FILE *f, json_object *result, const char *dir) {
+        json_object *ex = get(result, "exit"), *wall = get(get(result, "times"), "wall_ms");
+        json_object *arts = get(result, "artifacts");
+        const char *reason = get_str(result, "reason");
+        char exit_buf[64], wall_buf[32] = "-";
+
+        format_exit(ex, exit_buf, sizeof exit_buf);
+        if (json_object_is_type(wall, json_type_int))
+                snprintf(wall_buf, sizeof wall_buf, "%.3f s", (double) json_object_get_int64(wall) / 1000.0);
+        fprintf(f, "pond: job %s %s: %s, timed_out %s, oom %s, wall %s\n",
+                get_str(result, "job_id") ?: "?", get_str(result, "status") ?: "(no status)", exit_buf,
+                get_bool(ex, "timed_out") ? "yes" : "no", get_bool(ex, "oom_killed") ? "yes" : "no",
+                wall_buf);
+        if (reason)
+                fprintf(f, "pond: reason: %s\n", reason);
+        fprintf(f, "pond: output_sha %s, %zu artifact(s), result %s\n", get_str(result, "output_sha") ?: "-",
+                json_object_is_type(arts, json_type_array) ? json_object_array_length(arts) : 0, dir);
+}
+
+int ctl_load_public_key(const char *pubkey_file, uint8_t ret_pk[KEY_SIGN_PUBLIC_SIZE]) {
+        int r;
+
+        if (pubkey_file)
+                r = key_load_public(pubkey_file, KEY_SIGN_PUBLIC_SIZE, ret_pk);
+        else
+                r = keys_load_sign_public(POND_KEYDIR, ret_pk);
+        if (r < 0)
+                return log_error_errno(r, "Cannot load the worker's public key %s%s%s: %m",
+                                       pubkey_file ?: POND_KEYDIR, pubkey_file ? "" : "/", pubkey_file ? "" :
+                                       KEY_SIGN_PUBLIC_FILE);
+        return 0;
+}
+
+int ctl_result_dir(const JobPaths *p, const char *job_id, char **ret) {
+        return asprintf(ret, "%s/%s", p->results, job_id) < 0 ? -ENOMEM : 0;
+}
+
+/* Verifies the result in dir and maps it to an exit status; says why on stderr when it is not the rc. */
+static int finish(const CtlWait *w, const char *dir) {
+        _cleanup_json_ json_object *result = NULL;
+        _cleanup_free_ char *err = NULL;
+        const char *why;
+        int r, ret;
+
+        r = result_verify(dir, w->pk, w->job_id, NULL, &result, &err);
+        if (r < 0) {
+                log_error("The result of job %s did not verify: %s", w->job_id, err ?: strerror(-r));
+                return CTL_EXIT_UNVERIFIED;
+        }
+        ret = ctl_exit_status_from_result(result, &why);
+        if (!w->quiet)
+                ctl_print_summary(stderr, result, dir);
+        else if (why && (ret == CTL_EXIT_REFUSED || ret == CTL_EXIT_FAILED))
+                log_error("Job %s %s: %s", w->job_id, get_str(result, "status") ?: "failed", why);
+        return ret;
+}
+
+static void drain_log(const CtlWait *w) {
+        int r;
+
+        if (!w->log)
+                return;
+        r = ctl_log_follower_drain(w->log);
+        if (r < 0 && r != -EAGAIN)
+                log_debug_errno(r, "Cannot follow the log of %s: %m", w->job_id);
+}
+
+static void bus_slot_unrefp(sd_bus_slot **s) {
+        sd_bus_slot_unref(*s);
+}
+
+/* The first signal cancels the job and keeps waiting for its (signed, "cancelled") result; the second gives
+ * up waiting: the cancellation goes on without us. */
+static int on_cancel(const CtlWait *w, const char *unit, int n) {
+        _cleanup_free_ char *err = NULL;
+
+        if (n > 0 || !w->bus) {
+                log_error("Not waiting for job %s any more; it is being cancelled.", w->job_id);
+                return CTL_EXIT_CANCELLED;
+        }
+        log_notice("Cancelling job %s (interrupt again to stop waiting)...", w->job_id);
+        if (ctl_unit_call(w->bus, "StopUnit", unit, &err) < 0)
+                log_error("Cannot stop %s: %s", unit, err ?: "unknown error");
+        return 0;
+}
+
+static int tick(sd_bus *bus) {
+        int r;
+
+        if (!bus) {
+                (void) nanosleep(&(struct timespec) { 0, CTL_WAIT_TICK_USEC * 1000 }, NULL);
+                return 0;
+        }
+        do
+                r = sd_bus_process(bus, NULL);
+        while (r > 0);
+        if (r >= 0)
+                r = sd_bus_wait(bus, CTL_WAIT_TICK_USEC);
+        return r == -EINTR ? 0 : r;
+}
+
+static int report_no_result(const CtlWait *w, const char *unit) {
+        _cleanup_(ctl_unit_state_done) CtlUnitState st = {};
+        bool text;
+
+        drain_log(w);
+        (void) ctl_unit_get_state(w->bus, unit, true, &st);
+        text = st.status_text && *st.status_text;
+        log_error("%s ended without a result (%s%s%s%s%s).", unit, st.active_state ?: "state unknown",
+                  st.sub_state ? "/" : "", st.sub_state ?: "", text ? ": " : "", text ? st.status_text : "");
+        return CTL_EXIT_FAILED;
+}
+
+/* Returns 0 once the result exists and the unit has stopped, else the exit status to fail with. */
+static int wait_loop(const CtlWait *w, const char *unit, const char *result_json, bool *changed) {
+        uint64_t last_query = 0;
+        bool result_seen = false;
+        int handled = 0, r;
+
+        for (;;) {
+                _cleanup_(ctl_unit_state_done) CtlUnitState st = {};
+                uint64_t now = clock_usec(CLOCK_MONOTONIC);
+                bool due = w->bus && (*changed || result_seen || now - last_query >= CTL_WAIT_QUERY_USEC);
+
+                if (cancel_requests > handled) {
+                        r = on_cancel(w, unit, handled++);
+                        if (r > 0)
+                                return r;
+                }
+                drain_log(w);
+                /* The unit first, then the result: a result that appears in between is seen next time, and
+                 * a stopped unit seen before a missing result really has none (cleanup writes one while the
+                 * unit is still deactivating). */
+                if (due) {
+                        *changed = false;
+                        r = ctl_unit_get_state(w->bus, unit, false, &st);
+                        if (r == -EINTR)
+                                continue;
+                        if (r < 0) {
+                                log_error_errno(r, "Cannot get the state of %s: %m", unit);
+                                return CTL_EXIT_FAILED;
+                        }
+                        last_query = now;
+                }
+                if (access(result_json, F_OK) >= 0) {
+                        if (!w->bus || (due && !ctl_unit_state_is_running(&st)))
+                                return 0;
+                        result_seen = true;
+                } else if (!w->bus) {
+                        log_error("Job %s has no result, and without the system bus its unit cannot be "
+                                  "watched.", w->job_id);
+                        return CTL_EXIT_FAILED;
+                } else if (due && !ctl_unit_state_is_running(&st))
+                        return report_no_result(w, unit);
+                r = tick(w->bus);
+                if (r < 0) {
+                        log_error_errno(r, "Lost the system bus while waiting for %s: %m", unit);
+                        return CTL_EXIT_FAILED;
+                }
+        }
+}
+
+int ctl_wait(CtlWait *w) {
+        _cleanup_free_ char *unit = NULL, *dir = NULL, *result_json = NULL;
+        _cleanup_(bus_slot_unrefp) sd_bus_slot *slot = NULL;
+        struct sigaction sa = { .sa_handler = on_cancel_signal }, old_int, old_term;
+        bool changed = true;
+        int r;
+
+        if (ctl_job_unit_name(w->job_id, &unit) < 0 || ctl_result_dir(w->paths, w->job_id, &dir) < 0 ||
+            asprintf(&result_json, "%s/%s", dir, RESULT_JSON_FILE) < 0)
+                return log_oom();
+        if (w->bus) {
+                r = ctl_unit_watch(w->bus, unit, &changed, &slot);
+                if (r < 0)
+                        log_debug_errno(r, "Cannot subscribe to changes of %s, polling: %m", unit);
+        }
+        cancel_requests = 0;
+        sigemptyset(&sa.sa_mask);
+        (void) sigaction(SIGINT, &sa, &old_int);
+        (void) sigaction(SIGTERM, &sa, &old_term);
+        r = wait_loop(w, unit, result_json, &changed);
+        (void) sigaction(SIGINT, &old_int, NULL);
+        (void) sigaction(SIGTERM, &old_term, NULL);
+        if (r > 0)
+                return r;
+        drain_log(w);
+        return finish(w, dir);
+}

@@ -1,0 +1,179 @@
+/* ctl.h: pondctl's verbs and the pieces they share: building and rewriting job specs (ctl-spec.c), the
+ * spool and submission (ctl-submit.c), the job's unit over D-Bus (ctl-bus.c), following the job's log
+ * (ctl-log.c), waiting for, verifying and summarizing a result (ctl-wait.c), and the verbs themselves
+ * (ctl-run.c, ctl-jobs.c, ctl-verify.c). Verbs return the process exit status. */
+#pragma once
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <systemd/sd-bus.h>
+
+#include "keys.h"
+#include "log.h"
+#include "output.h"
+#include "supervise.h"
+
+/* Exit statuses of `pondctl run` and `pondctl wait` other than the job's own rc (as timeout(1), env(1)). */
+enum {
+        CTL_EXIT_OK = 0,
+        CTL_EXIT_ERROR = 1,        /* any other verb failed */
+        CTL_EXIT_TIMEOUT = 124,    /* the job ran out of wall clock */
+        CTL_EXIT_REFUSED = 125,    /* refused (locally or by the worker), or a usage error of run/wait */
+        CTL_EXIT_FAILED = 126,     /* pond failed: status failed, or the unit failed without a result */
+        CTL_EXIT_UNVERIFIED = 127, /* the result did not verify */
+        CTL_EXIT_SIGNAL_BASE = 128,/* 128 + N: the job was killed by signal N */
+        CTL_EXIT_CANCELLED = 130,
+};
+
+/* Verbs log once and return an exit status: `return ctl_fail(CTL_EXIT_ERROR, "No job %s.", id);` */
+#define ctl_fail(status, ...) (log_error(__VA_ARGS__), (status))
+#define ctl_fail_errno(status, error, ...) (log_error_errno((error), __VA_ARGS__), (status))
+
+#define CTL_SPEC_MAX (1024 * 1024)
+#define CTL_JOB_ID_PREFIX "j-"
+
+/* ctl-spec.c: what `pondctl run` options say about the spec; NULL / 0 / empty means "not given". */
+typedef struct CtlSpecOptions {
+        const char *job_id;
+        const char *tenant;
+        const char *profile, *backend, *tier, *image;
+        const char *checkout;      /* already absolute */
+        const char *memory, *tmpfs_size;
+        double cpus;               /* > 0 if given */
+        uint64_t pids;
+        uint64_t timeout_s;
+        char **allow_hosts;        /* NULL-terminated or NULL */
+        char **outputs;
+        char **env;                /* "K=V" */
+        char **command;
+} CtlSpecOptions;
+
+/* The JSON object of a spec: base (a parsed spec file, or NULL for an empty one) with the options applied.
+ * Scalars and lists given as options replace the spec's; env and sandbox.overrides are merged by key. A
+ * missing job_id is generated, a missing tenant is "local". -EINVAL with *ret_error for a bad option. */
+int ctl_spec_build(json_object *base, const CtlSpecOptions *o, json_object **ret, char **ret_error);
+
+/* "j-" + UTC yyyymmddThhmmss + "-" + 8 random hex digits. */
+int ctl_job_id_generate(char **ret);
+
+/* The bytes a spec object is submitted as: json-c, pretty, plus "\n". */
+int ctl_spec_serialize(json_object *spec, char **ret, size_t *ret_len);
+
+/* The bytes submit writes for spec file contents buf: verbatim without checkout, else re-serialized with
+ * "checkout" set to it. Used by submit and hash-input so that both see the same bytes. */
+int ctl_spec_rewrite(const char *buf, size_t len, const char *checkout, char **ret, size_t *ret_len,
+                     char **ret_error);
+
+/* Reads a spec file (bounded) and checks it with job_spec_parse(). *ret_error says why on -EINVAL. */
+int ctl_spec_read(const char *path, char **ret, size_t *ret_len, char **ret_error);
+int ctl_spec_validate(const char *buf, size_t len, JobSpec **ret, char **ret_error);
+
+/* realpath(3) of a checkout directory, which must exist and be a directory. */
+int ctl_checkout_resolve(const char *path, char **ret);
+
+/* ctl-bus.c: the job's unit, pond-job@ID.service. */
+typedef struct CtlUnitState {
+        bool loaded;        /* false: systemd does not know the unit (never started or garbage-collected) */
+        bool job_pending;   /* a start/stop job is queued for it */
+        char *active_state; /* "inactive" if not loaded */
+        char *sub_state;
+        char *status_text;
+} CtlUnitState;
+
+int ctl_job_unit_name(const char *job_id, char **ret);
+int ctl_bus_open(sd_bus **ret);
+/* StartUnit/StopUnit (method) with mode "replace"; *ret_error says why in words on failure. */
+int ctl_unit_call(sd_bus *bus, const char *method, const char *unit, char **ret_error);
+int ctl_unit_get_state(sd_bus *bus, const char *unit, bool with_status, CtlUnitState *ret);
+void ctl_unit_state_done(CtlUnitState *s);
+bool ctl_unit_state_is_running(const CtlUnitState *s);
+/* Asks systemd for change signals of unit and sets *changed when one arrives; best effort. */
+int ctl_unit_watch(sd_bus *bus, const char *unit, bool *changed, sd_bus_slot **ret_slot);
+
+/* ctl-log.c: the job's log (output.h): index lines "seq stream offset length usec", chunks in order. */
+typedef struct CtlIndexEntry {
+        uint64_t seq;
+        OutputStream stream;
+        uint64_t offset, length, usec;
+} CtlIndexEntry;
+
+int ctl_index_line_parse(const char *line, size_t len, CtlIndexEntry *ret);
+
+#define CTL_INDEX_LINE_MAX 256
+
+typedef struct CtlLogFollower {
+        char *dir;
+        int index_fd;
+        int fds[_OUTPUT_STREAM_MAX];
+        int out[_OUTPUT_STREAM_MAX]; /* where each stream is copied; -EBADF once the reader went away */
+        char line[CTL_INDEX_LINE_MAX];
+        size_t line_len;
+        uint64_t chunks;
+} CtlLogFollower;
+
+#define CTL_LOG_FOLLOWER_NULL { .index_fd = -EBADF, .fds = { -EBADF, -EBADF }, .out = { -EBADF, -EBADF } }
+
+int ctl_log_follower_init(CtlLogFollower *f, const char *log_dir, int out_fd, int err_fd);
+/* Copies every chunk indexed so far; a log dir that does not exist yet is not an error. */
+int ctl_log_follower_drain(CtlLogFollower *f);
+void ctl_log_follower_done(CtlLogFollower *f);
+/* The log dir of a job: its spool's log/ while it exists, else the copy in its result. */
+int ctl_job_log_dir(const JobPaths *p, const char *job_id, char **ret);
+
+/* ctl-wait.c */
+/* The exit status a result stands for (see the enum); *ret_why names the reason for a non-rc status. */
+int ctl_exit_status_from_result(json_object *result, const char **ret_why);
+void ctl_print_summary(FILE *f, json_object *result, const char *dir);
+int ctl_load_public_key(const char *pubkey_file, uint8_t ret_pk[KEY_SIGN_PUBLIC_SIZE]);
+int ctl_result_dir(const JobPaths *p, const char *job_id, char **ret);
+
+typedef struct CtlWait {
+        sd_bus *bus;
+        const char *job_id;
+        const JobPaths *paths;
+        CtlLogFollower *log;  /* NULL: do not stream */
+        const uint8_t *pk;
+        bool quiet;
+} CtlWait;
+
+/* Waits until the result exists and the unit has stopped, cancelling the job on SIGINT/SIGTERM; verifies,
+ * summarizes, and returns the exit status. */
+int ctl_wait(CtlWait *w);
+
+/* ctl-submit.c */
+/* Writes spec to STATEDIR/jobs/ID/job.json (a new spool entry; ids are never reused) and starts the unit,
+ * connecting *bus first if it is NULL. Returns 0, or the exit status to fail with having logged why:
+ * CTL_EXIT_REFUSED for a used id, CTL_EXIT_FAILED otherwise. A failed start leaves no spool entry. */
+int ctl_submit(sd_bus **bus, const JobPaths *paths, const char *job_id, const char *spec, size_t len);
+
+/* ctl-jobs.c */
+/* argv[first] as the only positional argument, a valid job id; logs usage otherwise. */
+int ctl_job_id_arg(int argc, char *argv[], int first, const char **ret);
+/* results/ID/result.json parsed but NOT verified: for status displays only. */
+int ctl_result_peek(const JobPaths *p, const char *job_id, json_object **ret);
+
+/* Verbs: argv[0] is the verb. */
+int ctl_verb_run(int argc, char *argv[]);
+int ctl_verb_submit(int argc, char *argv[]);
+int ctl_verb_status(int argc, char *argv[]);
+int ctl_verb_logs(int argc, char *argv[]);
+int ctl_verb_wait(int argc, char *argv[]);
+int ctl_verb_cancel(int argc, char *argv[]);
+int ctl_verb_list(int argc, char *argv[]);
+int ctl_verb_result(int argc, char *argv[]);
+int ctl_verb_verify(int argc, char *argv[]);
+int ctl_verb_keygen(int argc, char *argv[]);
+int ctl_verb_hash_input(int argc, char *argv[]);
+
+/* ctl-run.c: `pondctl run` options (parsed separately so that tests can check spec building). */
+typedef struct CtlRunArgs {
+        CtlSpecOptions spec;
+        const char *spec_file;
+        const char *pubkey;
+        bool quiet;
+        char *checkout_abs;
+} CtlRunArgs;
+
+int ctl_run_parse_argv(int argc, char *argv[], CtlRunArgs *ret);
+void ctl_run_args_done(CtlRunArgs *a);
