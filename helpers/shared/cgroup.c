@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <string.h>
+#include <sys/eventfd.h>
 
 #include "fileio.h"
 #include "log.h"
@@ -97,4 +98,33 @@ int cgroup_remove_leftovers(const char *scope_cgroup) {
                         r = log_debug_errno(errno, "Cannot remove %s: %m", scope);
         }
         return r;
+}
+
+/* On cgroup v1 the OOM counters vanish with the cgroup, and systemd removes an empty scope's cgroups as
+ * soon as the payload is dead: the supervisor registers for the memcg's OOM notification instead
+ * (cgroup.event_control), which fires when the memcg runs out of memory and the OOM killer acts. */
+int cgroup_oom_watch(const char *cgroup_path, int *ret_eventfd) {
+        _cleanup_free_ char *dir = NULL;
+        _cleanup_close_ int dfd = -EBADF, oom = -EBADF, ctl = -EBADF, efd = -EBADF;
+        char line[64];
+        int r;
+
+        if (asprintf(&dir, "/sys/fs/cgroup/memory%s", cgroup_path) < 0)
+                return -ENOMEM;
+        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return -errno;
+        oom = openat(dfd, "memory.oom_control", O_RDONLY | O_CLOEXEC);
+        ctl = openat(dfd, "cgroup.event_control", O_WRONLY | O_CLOEXEC);
+        if (oom < 0 || ctl < 0)
+                return -errno;
+        efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (efd < 0)
+                return -errno;
+        snprintf(line, sizeof line, "%d %d", efd, oom);
+        r = write_all(ctl, line, strlen(line));
+        if (r < 0)
+                return r;
+        *ret_eventfd = TAKE_FD(efd);
+        return 0;
 }

@@ -54,7 +54,7 @@ static void write_failed_result(Job *j) {
 
 int supervise_cleanup(const char *job_id) {
         Job j = { .id = job_id, .audit.job_id = job_id, .exit_status = -1, .input.checkout_fd = -EBADF,
-                  .out_pipe = { -EBADF, -EBADF }, .err_pipe = { -EBADF, -EBADF } };
+                  .out_pipe = { -EBADF, -EBADF }, .err_pipe = { -EBADF, -EBADF }, .oom_fds = { -EBADF, -EBADF } };
         _cleanup_close_ int results_fd = -EBADF;
         int r, ret = 0;
 

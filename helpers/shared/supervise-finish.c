@@ -58,6 +58,12 @@ int job_finish(Job *j, int r) {
         int rc;
 
         reap_init(j);
+        /* A notification the loop did not get to dispatch before it ended still counts. */
+        for (int i = 0; i < 2; i++) {
+                uint64_t n;
+                if (j->oom_fds[i] >= 0 && read(j->oom_fds[i], &n, sizeof n) == (ssize_t) sizeof n)
+                        j->oom_killed = true;
+        }
         if (j->scope_cgroup && cgroup_oom_kills(j->scope_cgroup, &ooms) >= 0 && ooms > 0)
                 j->oom_killed = true;
         if (j->provider && delete_container(j->provider, &j->paths) < 0)

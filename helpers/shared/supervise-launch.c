@@ -104,7 +104,7 @@ static int prepare(Job *j) {
                 return log_error_errno(r, "Cannot stage the checkout %s: %m", j->spec->checkout ?: "(none)");
         }
         j->staged = true;
-        r = image_prepare(j->resolved->image, j->paths.images, j->paths.run, &j->image, &err);
+        r = j->image.rootfs ? 0 : image_prepare(j->resolved->image, j->paths.images, j->paths.run, &j->image, &err);
         if (r < 0) {
                 j->reason = err ? TAKE_PTR(err) : strdup("cannot prepare the image");
                 return log_error_errno(r, "Cannot prepare image %s: %s", j->resolved->image, j->reason ?: "");
@@ -180,6 +180,17 @@ static int read_init_pid(Job *j, const char *pid_file) {
         return 0;
 }
 
+/* Both levels: the limit may be hit in the payload's own memcg or in the scope's. */
+static void watch_oom(Job *j) {
+        _cleanup_free_ char *payload = NULL;
+
+        if (asprintf(&payload, "%s/payload", j->paths.scope_cgroup) < 0)
+                return;
+        if (cgroup_oom_watch(j->paths.scope_cgroup, &j->oom_fds[0]) < 0 ||
+            cgroup_oom_watch(payload, &j->oom_fds[1]) < 0)
+                log_debug("No v1 memory OOM notification here; relying on the OOM counters.");
+}
+
 static const char *bound_service(const Job *j, char **buf) {
         _cleanup_free_ char *unit = NULL;
 
@@ -233,6 +244,7 @@ static int launch_runtime(Job *j) {
                 return log_error_errno(r, "The runtime %s could not create the container: %s",
                                        j->provider->name, msg ?: "(no message)");
         }
+        watch_oom(j);
         r = read_init_pid(j, pid_file);
         if (r < 0)
                 return log_error_errno(r, "Cannot find the container's init: %m");

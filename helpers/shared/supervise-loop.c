@@ -44,6 +44,19 @@ static int on_output(sd_event_source *s, int fd, uint32_t revents, void *userdat
         return 0;
 }
 
+static int on_oom(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Loop *l = userdata;
+        uint64_t n;
+
+        if (read(fd, &n, sizeof n) == (ssize_t) sizeof n && !l->job->oom_killed) {
+                l->job->oom_killed = true;
+                audit_event(&l->job->audit, POND_EVENT_KILLED, AUDIT_NO_RC, "out of memory in %s: the kernel's "
+                            "OOM killer acts", l->job->paths.scope);
+        }
+        /* One notification is all we need; the memcg may be gone soon. */
+        return sd_event_source_set_enabled(s, SD_EVENT_OFF);
+}
+
 static void kill_payload(Loop *l) {
         Job *j = l->job;
         if (scope_kill(j->bus, j->paths.scope) < 0)
@@ -118,6 +131,9 @@ int job_run_loop(Job *j) {
         if (r >= 0)
                 r = sd_event_add_time_relative(e, NULL, CLOCK_MONOTONIC,
                                                j->spec->limits.wall_clock_s * 1000000ULL, 0, on_deadline, &l);
+        for (int i = 0; r >= 0 && i < 2; i++)
+                if (j->oom_fds[i] >= 0)
+                        r = sd_event_add_io(e, NULL, j->oom_fds[i], EPOLLIN, on_oom, &l);
         if (r >= 0)
                 r = sd_event_add_signal(e, NULL, SIGTERM, on_cancel, &l);
         if (r >= 0)

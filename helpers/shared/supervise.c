@@ -83,6 +83,13 @@ static int job_accept(Job *j) {
         r = j->provider->check(&err);
         if (r < 0)
                 return set_reason(j, err ?: "backend cannot run here") ?: -EOPNOTSUPP;
+        /* A directory image is only looked up (nothing is created): a missing one is a refusal. The
+         * embedded image is generated per job, later, in the job's runtime directory. */
+        if (!streq(j->resolved->image, IMAGE_HOST)) {
+                r = image_prepare(j->resolved->image, j->paths.images, j->paths.run, &j->image, &err);
+                if (r < 0)
+                        return set_reason(j, err ?: "sandbox.overrides.image: image not available") ?: r;
+        }
         return 0;
 }
 
@@ -94,6 +101,7 @@ static void job_done(Job *j) {
         for (int i = 0; i < 2; i++) {
                 safe_close(j->out_pipe[i]);
                 safe_close(j->err_pipe[i]);
+                safe_close(j->oom_fds[i]);
         }
         safe_close(j->input.checkout_fd);
         j->spec = job_spec_free(j->spec);
@@ -118,7 +126,7 @@ static int job_refuse(Job *j, int r) {
 
 int supervise(const char *job_id) {
         Job j = { .id = job_id, .audit.job_id = job_id, .out_pipe = { -EBADF, -EBADF },
-                  .err_pipe = { -EBADF, -EBADF }, .input.checkout_fd = -EBADF, .exit_status = -1 };
+                  .err_pipe = { -EBADF, -EBADF }, .oom_fds = { -EBADF, -EBADF }, .input.checkout_fd = -EBADF, .exit_status = -1 };
         int r, ret;
 
         j.accepted_usec = clock_usec(CLOCK_REALTIME);

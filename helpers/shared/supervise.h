@@ -68,6 +68,7 @@ typedef struct Job {
         pid_t create_pid;
         pid_t init_pid;
         int out_pipe[2], err_pipe[2];
+        int oom_fds[2];    /* OOM notifications of the scope's and the payload's memcg (v1), or -EBADF */
         /* outcome */
         char *reason;
         int exit_status;   /* rc, or -1 */

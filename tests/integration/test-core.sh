@@ -161,7 +161,7 @@ refuse "unknown profile" "unknown profile" --profile untrusted-code-yolo
 refuse "unknown backend" "backend" --profile untrusted-code-write --backend nosuch
 refuse "kata on a host without it" "kata" --profile untrusted-code-write --backend kata
 refuse "memory out of bounds" "memory" --profile untrusted-code-write --memory 1T
-refuse "zero pids" "pids_limit" --profile untrusted-code-write --pids 0
+refuse "zero pids" "pids" --profile untrusted-code-write --pids 0
 refuse "image that does not exist" "image" --profile untrusted-code-write --image nosuchimage
 t_like "journal has the refusal" "refused" \
         "$(in_box journalctl -q -o cat --output-fields=POND_EVENT POND_EVENT=refused | tail -n 1)"
