@@ -13,6 +13,14 @@ typedef struct TestCase {
 } TestCase;
 
 extern int test_failed_;
+extern const char *test_skipped_;
+
+/* A test that cannot run here says so (TAP "# SKIP reason"); it never passes silently. */
+#define TEST_SKIP(reason)                                                                   \
+        do {                                                                                \
+                test_skipped_ = (reason);                                                   \
+                return;                                                                     \
+        } while (0)
 
 #define TEST_MAX 256
 extern TestCase test_cases_[TEST_MAX];
@@ -80,6 +88,7 @@ extern int test_count_;
 
 #define TEST_MAIN()                                                                         \
         int test_failed_;                                                                   \
+        const char *test_skipped_;                                                          \
         TestCase test_cases_[TEST_MAX];                                                     \
         int test_count_;                                                                    \
         int main(void) {                                                                    \
@@ -87,9 +96,11 @@ extern int test_count_;
                 printf("1..%d\n", test_count_);                                             \
                 for (int i = 0; i < test_count_; i++) {                                     \
                         test_failed_ = 0;                                                   \
+                        test_skipped_ = NULL;                                               \
                         test_cases_[i].func();                                              \
-                        printf("%s %d - %s\n", test_failed_ ? "not ok" : "ok", i + 1,       \
-                               test_cases_[i].name);                                        \
+                        printf("%s %d - %s%s%s\n", test_failed_ ? "not ok" : "ok", i + 1,   \
+                               test_cases_[i].name, test_skipped_ ? " # SKIP " : "",        \
+                               test_skipped_ ?: "");                                        \
                         fflush(stdout);                                                     \
                         failures += test_failed_;                                           \
                 }                                                                           \

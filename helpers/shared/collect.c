@@ -281,6 +281,35 @@ static int collect_upper_subdir(Collect *c, int upper, int lower, bool lower_is_
         return 0;
 }
 
+static int digest_of(int dirfd, const char *name, uint64_t size, uint8_t ret[SHA256_SIZE]) {
+        _cleanup_close_ int fd = openat_beneath(dirfd, name, O_RDONLY, 0);
+        uint64_t n;
+        int r;
+
+        if (fd < 0)
+                return fd;
+        r = hash_fd(fd, -EBADF, size, ret, &n);
+        return r < 0 ? r : n == size ? 0 : -ESTALE;
+}
+
+/* overlayfs copies a file up on any metadata change (git "freshens" objects with utime, chmod back and
+ * forth...): a copy-up with the lower's type, mode, size and bytes (or link target) is not a change. */
+static int same_as_lower(int upper, int lower, const char *name, const struct stat *st, const struct stat *lst) {
+        uint8_t a[SHA256_SIZE], b[SHA256_SIZE];
+        _cleanup_free_ char *ta = NULL, *tb = NULL;
+
+        if ((st->st_mode & (S_IFMT | 07777)) != (lst->st_mode & (S_IFMT | 07777)) || st->st_size != lst->st_size)
+                return 0;
+        if (S_ISLNK(st->st_mode))
+                return read_link(upper, name, &ta) >= 0 && read_link(lower, name, &tb) >= 0 && streq(ta, tb);
+        if (!S_ISREG(st->st_mode))
+                return 0;
+        if (digest_of(upper, name, (uint64_t) st->st_size, a) < 0 ||
+            digest_of(lower, name, (uint64_t) lst->st_size, b) < 0)
+                return 0; /* cannot tell: report it as modified */
+        return memcmp(a, b, sizeof a) == 0;
+}
+
 static int collect_upper_entry(Collect *c, int upper, int lower, bool opaque, const char *prefix,
                                const char *name, unsigned depth) {
         struct stat st, lst;
@@ -306,6 +335,10 @@ static int collect_upper_entry(Collect *c, int upper, int lower, bool opaque, co
         if (S_ISDIR(st.st_mode))
                 return collect_upper_subdir(c, upper, lower, in_lower && S_ISDIR(lst.st_mode), in_lower, opaque,
                                             name, p, depth);
+        if (in_lower && same_as_lower(upper, lower, name, &st, &lst) > 0) {
+                free(p);
+                return 0;
+        }
         r = collect_leaf(c, upper, name, &st, p, in_lower ? CHANGE_MODIFIED : CHANGE_ADDED, true);
         return r < 0 ? r : 0;
 }
