@@ -8,6 +8,7 @@
 #include <systemd/sd-daemon.h>
 #include <time.h>
 
+#include "caps.h"
 #include "config.h"
 #include "fileio.h"
 #include "jobid.h"
@@ -127,6 +128,7 @@ static int job_refuse(Job *j, int r) {
 int supervise(const char *job_id) {
         Job j = { .id = job_id, .audit.job_id = job_id, .out_pipe = { -EBADF, -EBADF },
                   .err_pipe = { -EBADF, -EBADF }, .oom_fds = { -EBADF, -EBADF }, .input.checkout_fd = -EBADF, .exit_status = -1 };
+        char *missing = NULL;
         int r, ret;
 
         j.accepted_usec = clock_usec(CLOCK_REALTIME);
@@ -135,6 +137,14 @@ int supervise(const char *job_id) {
                 audit_event(&j.audit, POND_EVENT_REFUSED, AUDIT_NO_RC, "refused: invalid job id");
                 log_error("Invalid job id '%s': must match [A-Za-z0-9][A-Za-z0-9_.-]{0,63}.", job_id);
                 return POND_RUN_EXIT_REFUSED;
+        }
+        r = caps_check_supervisor(&missing);
+        if (r < 0) {
+                log_error("pond-run lacks %s: run it as root, as pond-job@.service does.", missing ?: "capabilities");
+                audit_event(&j.audit, POND_EVENT_FAILED, AUDIT_NO_RC, "supervisor lacks %s", missing ?: "capabilities");
+                free(missing);
+                job_done(&j);
+                return POND_RUN_EXIT_FAILED;
         }
         /* Without a key no result can be trusted: refuse to run at all. */
         r = load_signing_key(&j);
