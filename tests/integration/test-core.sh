@@ -148,6 +148,21 @@ t_eq "result says timed_out" True "$(result_field "$id" 'r["exit"]["timed_out"]'
 t_like "journal says timed-out" "timed-out" "$(in_box journalctl -q -o cat --output-fields=POND_EVENT POND_JOB_ID="$id")"
 t_clean "nothing left after a time-out" "$id"
 
+# --- output capped at limits.output_bytes, the truncation recorded, the job not blocked by it
+id=$(new_id cap)
+spec=$(in_box mktemp /var/tmp/pond-spec.XXXXXX)
+in_box sh -c "cat > $spec" <<JSON
+{"job_id":"$id","tenant":"t","command":["true"],"sandbox":{"profile":"untrusted-code-write"},
+ "limits":{"output_bytes":1000}}
+JSON
+run_job "$id" --spec "$spec" -- sh -c 'head -c 100000 /dev/zero | tr "\\0" x; echo; echo done >&2'
+t_eq "capped job still completes" 0 "$RC"
+t_eq "kept bytes = the cap" 1000 "$(result_field "$id" 'r["log"]["kept_bytes"]')"
+t_eq "truncation recorded" True "$(result_field "$id" 'r["log"]["truncated"]')"
+t_eq "what the job wrote is counted" 100001 "$(result_field "$id" 'r["log"]["stdout_bytes"]')"
+t_eq "log file holds exactly the cap" 1000 "$(in_box stat -c %s "$POND_STATE/jobs/$id/log/stdout")"
+in_box rm -f "$spec"
+
 # --- refusals: before anything runs, with the reason
 refuse() { # DESC REASON-REGEX ARGS...
         local desc=$1 re=$2 rid; shift 2
