@@ -135,7 +135,7 @@ print("forked", n)'
 n=$(sed -n 's/^forked \([0-9]*\)$/\1/p' <<<"$OUT")
 t_like "fork bomb stopped below the pids limit" "^[0-9]+$" "$n"
 [ -n "$n" ] && t_ok "forks capped ($n < 64)" test "$n" -lt 64
-t_ok "host still responsive" in_box timeout 5 systemctl is-system-running --wait
+t_ok "host still responsive (systemd answers, a new process starts)" in_box timeout 5 sh -c 'systemctl show -P Version >/dev/null && true'
 t_clean "nothing left after a fork bomb" "$id"
 
 # --- wall clock
