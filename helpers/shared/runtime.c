@@ -13,6 +13,7 @@
 
 static const RuntimeProvider *const providers[] = {
         &runtime_runc,
+        &runtime_runsc,
 };
 
 const RuntimeProvider *runtime_provider_find(const char *name) {

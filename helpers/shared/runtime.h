@@ -2,6 +2,7 @@
  * that cannot enforce its isolation on this host, is refused: never replaced by another. */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -13,6 +14,8 @@ typedef struct RuntimeJob {
         const char *container_id;
         const char *pid_file;
         const char *log_file;     /* the runtime's own messages: kept apart from the job's output */
+        bool host_network;        /* profile none: the host's network */
+        const char *netns;        /* a network namespace prepared by the supervisor, or NULL: none at all */
 } RuntimeJob;
 
 typedef struct RuntimeProvider {
@@ -26,6 +29,7 @@ typedef struct RuntimeProvider {
 } RuntimeProvider;
 
 extern const RuntimeProvider runtime_runc;
+extern const RuntimeProvider runtime_runsc;
 
 const RuntimeProvider *runtime_provider_find(const char *name);
 

@@ -325,7 +325,22 @@ static int add_rule(scmp_filter_ctx ctx, uint32_t default_action, json_object *o
         return 0;
 }
 
+const char *seccomp_native_arch_name(void) {
+        uint32_t native = seccomp_arch_native();
+
+        for (size_t k = 0; k < ELEMENTSOF(architectures); k++)
+                if (architectures[k].arch == native)
+                        return architectures[k].name;
+        return NULL;
+}
+
+/* Every name must be known, and this host's native architecture listed; only the native one is compiled,
+ * since that is the only one a job's filter carries (oci.c): syscalls of any other ABI, 32-bit compat
+ * included, hit the filter's bad-architecture action and kill the caller. */
 static int add_architectures(scmp_filter_ctx ctx, json_object *a, char **ret_error) {
+        const char *native = seccomp_native_arch_name();
+        bool has_native = false;
+
         if (!a || !json_object_is_type(a, json_type_array) || json_object_array_length(a) == 0)
                 return fail(ret_error, "architectures: must be a non-empty array");
         for (size_t i = 0; i < json_object_array_length(a); i++) {
@@ -340,11 +355,17 @@ static int add_architectures(scmp_filter_ctx ctx, json_object *a, char **ret_err
                 if (k == ELEMENTSOF(architectures))
                         return fail(ret_error, "architectures[%zu]: must be one of SCMP_ARCH_X86_64, "
                                     "SCMP_ARCH_X86, SCMP_ARCH_X32, SCMP_ARCH_AARCH64, SCMP_ARCH_ARM", i);
+                if (!native || !streq(native, s))
+                        continue;
+                has_native = true;
                 r = seccomp_arch_add(ctx, architectures[k].arch);
                 if (r < 0 && r != -EEXIST)
                         return fail(ret_error, "architectures[%zu]: libseccomp refuses %s: %s", i, s,
                                     strerror(-r));
         }
+        if (!has_native)
+                return fail(ret_error, "architectures: this host's native architecture (%s) is not listed",
+                            native ?: "unsupported");
         return 0;
 }
 

@@ -11,3 +11,6 @@ int seccomp_policy_check(json_object *seccomp, char **ret_error);
 
 /* The invariant: syscalls no profile may allow, whatever seccomp.json says. NULL-terminated. */
 extern const char *const seccomp_forbidden_syscalls[];
+
+/* "SCMP_ARCH_X86_64" etc. for this host, or NULL if pond's policy cannot describe it. */
+const char *seccomp_native_arch_name(void);

@@ -205,7 +205,7 @@ static int launch_runtime(Job *j) {
         _cleanup_close_ int go = -EBADF;
         ScopeLimits limits = { j->resolved->memory_bytes, j->resolved->cpus_milli, j->resolved->pids_limit };
         RuntimeJob rj = { .state_root = j->paths.runtime_root, .bundle = j->paths.bundle,
-                          .container_id = j->paths.container };
+                          .container_id = j->paths.container, .host_network = j->resolved->net == NET_OPEN };
         int r;
 
         if (asprintf(&pid_file, "%s/init.pid", j->paths.run) < 0 ||
