@@ -4,6 +4,7 @@
  * --oci-seccomp makes runsc apply the OCI seccomp profile inside the sandbox too (it ignores it
  * otherwise). */
 #include <fcntl.h>
+#include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -90,15 +91,27 @@ static const char *runsc_network(const RuntimeJob *j) {
         return j->host_network ? "--network=host" : j->netns ? "--network=sandbox" : "--network=none";
 }
 
+/* An operator's debugging aid: POND_RUNSC_DEBUG_LOG=DIR in pond-run's environment (a drop-in for
+ * pond-job@.service) makes every runsc component write its debug log there. */
+static const char *debug_flag(char *buf, size_t n) {
+        const char *d = getenv("POND_RUNSC_DEBUG_LOG");
+        if (!d || d[0] != '/')
+                return "--debug=false";
+        snprintf(buf, n, "--debug-log=%s/%%COMMAND%%.log", d);
+        return buf;
+}
+
 static int runsc_create_argv(const RuntimeJob *j, char ***ret) {
         const char *platform;
+        char dbg[PATH_MAX];
         int r = runsc_platform(&platform);
 
         if (r < 0)
                 return r;
         return strv_build(ret, RUNSC, "--root", j->state_root, "--log", j->log_file, "--platform", platform,
-                          runsc_network(j), "--oci-seccomp", "create", "--bundle", j->bundle, "--pid-file",
-                          j->pid_file, j->container_id, NULL);
+                          runsc_network(j), "--oci-seccomp", debug_flag(dbg, sizeof dbg),
+                          getenv("POND_RUNSC_DEBUG_LOG") ? "--debug" : "--debug=false", "create", "--bundle",
+                          j->bundle, "--pid-file", j->pid_file, j->container_id, NULL);
 }
 
 /* runsc reads its global flags on every command, not from the container's state: start (which sets up

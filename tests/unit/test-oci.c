@@ -196,6 +196,10 @@ TEST(confined_has_seccomp_and_netns) {
         ASSERT_TRUE(c && fresh);
         ASSERT_STREQ("SCMP_ACT_ERRNO", json_object_get_string(jpath(c, "linux.seccomp.defaultAction")));
         ASSERT_OK(seccomp_policy_check(jpath(c, "linux.seccomp"), NULL));
+        /* Only the native ABI: others (32-bit compat included) hit the bad-architecture action. */
+        ASSERT_EQ(1, json_object_array_length(jpath(c, "linux.seccomp.architectures")));
+        ASSERT_STREQ(seccomp_native_arch_name(),
+                     json_object_get_string(json_object_array_get_idx(jpath(c, "linux.seccomp.architectures"), 0)));
         net = find_namespace(c, "network");
         ASSERT_TRUE(net);
         ASSERT_STREQ("/run/netns/pond-job-42", json_object_get_string(jpath(net, "path")));

@@ -1,0 +1,133 @@
+/* probe-cgroup.c: the cgroup layout (unified, hybrid, legacy: told apart by the file system types, as
+ * systemd does) and which controllers pond can really limit through. A controller is usable only where
+ * its hierarchy is mounted read-write: nspawn, for one, mounts v1 controllers read-only in a container,
+ * and a limit that cannot be written is no limit. */
+#include <linux/magic.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+
+#include "fileio.h"
+#include "probe.h"
+
+static const char *const layout_table[_CGROUP_LAYOUT_MAX] = {
+        [CGROUP_LAYOUT_UNIFIED] = "unified",
+        [CGROUP_LAYOUT_HYBRID] = "hybrid",
+        [CGROUP_LAYOUT_LEGACY] = "legacy",
+        [CGROUP_LAYOUT_NONE] = "none",
+};
+
+const char *cgroup_layout_to_string(CgroupLayout l) {
+        return l >= 0 && l < _CGROUP_LAYOUT_MAX ? layout_table[l] : NULL;
+}
+
+/* v2 names; v1 calls io blkio. */
+static const char *const controller_table[_PROBE_CONTROLLER_MAX] = {
+        [PROBE_CONTROLLER_CPU] = "cpu",
+        [PROBE_CONTROLLER_MEMORY] = "memory",
+        [PROBE_CONTROLLER_PIDS] = "pids",
+        [PROBE_CONTROLLER_CPUSET] = "cpuset",
+        [PROBE_CONTROLLER_IO] = "io",
+};
+
+const char *probe_controller_to_string(ProbeController c) {
+        return c < _PROBE_CONTROLLER_MAX ? controller_table[c] : NULL;
+}
+
+static bool fs_is(const char *path, long magic) {
+        struct statfs s;
+        return statfs(path, &s) >= 0 && s.f_type == magic;
+}
+
+CgroupLayout probe_cgroup_layout(const char *root) {
+        _cleanup_free_ char *unified = probe_strdupf("%s/unified", root);
+
+        if (fs_is(root, CGROUP2_SUPER_MAGIC))
+                return CGROUP_LAYOUT_UNIFIED;
+        if (!fs_is(root, TMPFS_MAGIC))
+                return CGROUP_LAYOUT_NONE;
+        if (unified && fs_is(unified, CGROUP2_SUPER_MAGIC))
+                return CGROUP_LAYOUT_HYBRID;
+        return CGROUP_LAYOUT_LEGACY;
+}
+
+/* "mounted read-only" or NULL when a hierarchy at path can be written to. */
+static const char *writable(const char *path) {
+        struct statvfs v;
+
+        if (statvfs(path, &v) < 0)
+                return "cannot be inspected";
+        if (v.f_flag & ST_RDONLY)
+                return "its hierarchy is mounted read-only";
+        if (access(path, W_OK) < 0)
+                return "its hierarchy is not writable by this process";
+        return NULL;
+}
+
+/* Is name listed in dir/cgroup.controllers (space separated)? */
+static bool v2_lists(const char *dir, const char *name) {
+        _cleanup_free_ char *path = probe_strdupf("%s/cgroup.controllers", dir), *buf = NULL;
+        size_t len;
+
+        if (!path || read_full_file(path, 4096, &buf, &len) < 0)
+                return false;
+        for (char *save = NULL, *t = strtok_r(buf, " \n", &save); t; t = strtok_r(NULL, " \n", &save))
+                if (streq(t, name))
+                        return true;
+        return false;
+}
+
+static void controller_v2(const char *dir, ProbeController c, ProbeCgroup *ret) {
+        const char *why;
+
+        if (!v2_lists(dir, controller_table[c])) {
+                ret->reason[c] = probe_strdupf("not in %s/cgroup.controllers", dir);
+                return;
+        }
+        why = writable(dir);
+        if (why) {
+                ret->reason[c] = probe_strdupf("%s: %s", dir, why);
+                return;
+        }
+        ret->usable[c] = 2;
+}
+
+/* v1: the controller's own hierarchy, mounted at root/NAME (co-mounts appear through symlinks). */
+static void controller_v1(const char *root, CgroupLayout layout, ProbeController c, ProbeCgroup *ret) {
+        const char *name = c == PROBE_CONTROLLER_IO ? "blkio" : controller_table[c];
+        _cleanup_free_ char *dir = probe_strdupf("%s/%s", root, name), *unified = probe_strdupf("%s/unified", root);
+        const char *why;
+
+        if (!dir || !unified)
+                return;
+        if (!fs_is(dir, CGROUP_SUPER_MAGIC)) {
+                /* On a hybrid host a controller not bound to v1 may live in the unified hierarchy. */
+                if (layout == CGROUP_LAYOUT_HYBRID && v2_lists(unified, controller_table[c]))
+                        return controller_v2(unified, c, ret);
+                ret->reason[c] = probe_strdupf("no v1 hierarchy mounted at %s", dir);
+                return;
+        }
+        why = writable(dir);
+        if (why) {
+                ret->reason[c] = probe_strdupf("%s: %s", dir, why);
+                return;
+        }
+        ret->usable[c] = 1;
+}
+
+void probe_cgroup(const char *root, ProbeCgroup *ret) {
+        *ret = (ProbeCgroup) {};
+        ret->layout = probe_cgroup_layout(root);
+        for (ProbeController c = 0; c < _PROBE_CONTROLLER_MAX; c++)
+                switch (ret->layout) {
+                case CGROUP_LAYOUT_UNIFIED:
+                        controller_v2(root, c, ret);
+                        break;
+                case CGROUP_LAYOUT_HYBRID:
+                case CGROUP_LAYOUT_LEGACY:
+                        controller_v1(root, ret->layout, c, ret);
+                        break;
+                default:
+                        ret->reason[c] = probe_strdupf("no cgroup file system at %s", root);
+                        break;
+                }
+}

@@ -1,0 +1,122 @@
+/* probe.h: what this host can really enforce (pondctl probe): each backend (binary present and a trivial
+ * container actually run under it), KVM, Landlock, seccomp, the cgroup layout and its usable controllers,
+ * nftables, user namespaces and systemd; and the capabilities a worker advertises, derived from that and
+ * nothing else. Every check is made for real; an item that cannot be checked is reported absent. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <json-c/json.h>
+
+#include "macro.h"
+
+typedef enum ProbeBackend {
+        PROBE_BACKEND_RUNC,
+        PROBE_BACKEND_RUNSC,
+        PROBE_BACKEND_KATA,
+        _PROBE_BACKEND_MAX,
+        _PROBE_BACKEND_INVALID = -EINVAL,
+} ProbeBackend;
+
+typedef enum CgroupLayout {
+        CGROUP_LAYOUT_UNIFIED, /* cgroup2 on /sys/fs/cgroup */
+        CGROUP_LAYOUT_HYBRID,  /* v1 controllers, plus cgroup2 on /sys/fs/cgroup/unified */
+        CGROUP_LAYOUT_LEGACY,  /* v1 only */
+        CGROUP_LAYOUT_NONE,    /* nothing recognisable mounted */
+        _CGROUP_LAYOUT_MAX,
+        _CGROUP_LAYOUT_INVALID = -EINVAL,
+} CgroupLayout;
+
+const char *probe_backend_to_string(ProbeBackend b);
+ProbeBackend probe_backend_from_string(const char *s);
+const char *cgroup_layout_to_string(CgroupLayout l);
+
+typedef struct ProbeBackendResult {
+        bool present;    /* the binary exists and is executable */
+        char *path;
+        char *version;   /* first line of its version output, or NULL */
+        bool works;      /* a trivial container ran and exited 0 */
+        char *platform;  /* runsc: the platform it ran on; kata: the runtime flavour; else NULL */
+        char *reason;    /* why not present / not working; NULL when it works */
+} ProbeBackendResult;
+
+typedef struct ProbeFeature {
+        bool available;
+        char *detail;    /* a version or a setting when available, else NULL */
+        char *reason;    /* why not available, else NULL */
+} ProbeFeature;
+
+/* The v1 controller names and v2 controller names pond limits through. */
+typedef enum ProbeController {
+        PROBE_CONTROLLER_CPU,
+        PROBE_CONTROLLER_MEMORY,
+        PROBE_CONTROLLER_PIDS,
+        PROBE_CONTROLLER_CPUSET,
+        PROBE_CONTROLLER_IO,      /* v1: blkio */
+        _PROBE_CONTROLLER_MAX,
+} ProbeController;
+
+const char *probe_controller_to_string(ProbeController c);
+
+typedef struct ProbeCgroup {
+        CgroupLayout layout;
+        /* Per controller: 0 not found, 1 or 2: the hierarchy version it is usable in. */
+        int usable[_PROBE_CONTROLLER_MAX];
+        /* Why a controller is not usable (read-only mount, not delegated...), or NULL. */
+        char *reason[_PROBE_CONTROLLER_MAX];
+} ProbeCgroup;
+
+typedef struct HostProbe {
+        ProbeBackendResult backends[_PROBE_BACKEND_MAX];
+        ProbeFeature kvm;
+        unsigned landlock_abi;  /* 0: not available */
+        char *landlock_reason;
+        ProbeFeature seccomp;   /* detail: the filter actions the kernel has */
+        ProbeCgroup cgroup;
+        ProbeFeature nftables;  /* detail: nft's version */
+        ProbeFeature userns;    /* detail: max_user_namespaces */
+        ProbeFeature systemd;   /* detail: the manager's Version */
+        char **capabilities;    /* derived: what this host advertises; NULL-terminated, never NULL */
+} HostProbe;
+
+/* Where the probe looks; NULL means the default. Tests point a backend at a binary that fails. */
+typedef struct ProbeOptions {
+        const char *runc;       /* default: POND_RUNC looked up in PATH */
+        const char *runsc;      /* default: runsc in PATH */
+        const char *kata;       /* default: $POND_KATA_RUNTIME, else containerd-shim-kata-v2 or kata-runtime */
+        const char *cgroup_root;/* default: /sys/fs/cgroup */
+        uint64_t timeout_usec;  /* per trivial container; default 30 s */
+} ProbeOptions;
+
+int host_probe(const ProbeOptions *o, HostProbe **ret);
+HostProbe *host_probe_free(HostProbe *p);
+static inline void host_probe_freep(HostProbe **p) {
+        host_probe_free(*p);
+}
+
+/* The JSON document of `pondctl probe --json`; keys are stable (docs/dispatch.md). */
+int host_probe_to_json(const HostProbe *p, json_object **ret);
+/* Human-readable, one item per line. */
+void host_probe_print(const HostProbe *p, FILE *f);
+
+/* Derives p->capabilities from the results (called by host_probe(); exposed for tests). */
+int host_probe_derive_capabilities(HostProbe *p);
+
+/* The pieces, each filling its part of HostProbe (probe-backend.c, probe-kernel.c, probe-cgroup.c). */
+void probe_backend(ProbeBackend b, const ProbeOptions *o, ProbeBackendResult *ret);
+void probe_kvm(ProbeFeature *ret);
+void probe_landlock(unsigned *ret_abi, char **ret_reason);
+void probe_seccomp(ProbeFeature *ret);
+void probe_userns(ProbeFeature *ret);
+void probe_nftables(ProbeFeature *ret);
+void probe_systemd(ProbeFeature *ret);
+void probe_cgroup(const char *root, ProbeCgroup *ret);
+/* The layout a root shows: statfs of root and of root/unified. */
+CgroupLayout probe_cgroup_layout(const char *root);
+
+/* Runs argv (clean environment, stdin /dev/null), killed after timeout_usec. The exit status (>= 0),
+ * or -errno; with ret_output, stdout+stderr (at most 64 KiB, NUL-terminated) on success. */
+int probe_run(char **argv, uint64_t timeout_usec, char **ret_output);
+
+/* A malloc'd formatted string, NULL on OOM; for the reasons above. */
+char *probe_strdupf(const char *fmt, ...) _printf_(1, 2);
