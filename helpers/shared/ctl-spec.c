@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "errmsg.h"
 #include "ctl.h"
 #include "fileio.h"
 #include "hash.h"
@@ -16,22 +17,7 @@
 #define CTL_SPEC_JSON_FLAGS \
         (JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE)
 
-_printf_(2, 3) static int refuse(char **ret_error, const char *fmt, ...) {
-        va_list ap;
-        char *m = NULL;
-        int r;
-
-        va_start(ap, fmt);
-        r = vasprintf(&m, fmt, ap);
-        va_end(ap);
-        if (r < 0)
-                return -ENOMEM;
-        if (ret_error)
-                *ret_error = m;
-        else
-                free(m);
-        return -EINVAL;
-}
+#define refuse(ret_error, ...) error_set((ret_error), -EINVAL, __VA_ARGS__)
 
 int ctl_job_id_generate(char **ret) {
         uint8_t rnd[4];

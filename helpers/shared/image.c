@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include "errmsg.h"
 #include "fileio.h"
 #include "image.h"
 #include "macro.h"
@@ -53,24 +54,7 @@ static const char nsswitch_text[] =
         "ethers: files\n"
         "rpc: files\n";
 
-static int fail(char **ret_error, int error, const char *fmt, ...) _printf_(3, 4);
-static int fail(char **ret_error, int error, const char *fmt, ...) {
-        va_list ap;
-
-        if (ret_error) {
-                char *m = NULL;
-                va_start(ap, fmt);
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wformat-nonliteral"
-                if (vasprintf(&m, fmt, ap) < 0)
-                        m = NULL;
-#pragma GCC diagnostic pop
-                va_end(ap);
-                free(*ret_error);
-                *ret_error = m;
-        }
-        return -error;
-}
+#define fail(ret_error, error, ...) error_set((ret_error), -(error), __VA_ARGS__)
 
 static bool image_name_valid(const char *s) {
         size_t n = s ? strlen(s) : 0;

@@ -11,26 +11,13 @@
 #include <string.h>
 #include <sys/param.h>
 
+#include "errmsg.h"
 #include "json-strict.h"
 #include "log.h"
 #include "macro.h"
 
 /* Sets *ret_error (if wanted) and returns error, or -ENOMEM if the message itself cannot be made. */
-_printf_(3, 4) static int refuse(char **ret_error, int error, const char *fmt, ...) {
-        va_list ap;
-        char *m;
-        int r;
-
-        if (!ret_error)
-                return error;
-        va_start(ap, fmt);
-        r = vasprintf(&m, fmt, ap);
-        va_end(ap);
-        if (r < 0)
-                return -ENOMEM;
-        *ret_error = m;
-        return error;
-}
+#define refuse error_set
 
 static int refuse_depth(char **ret_error, int max_depth, size_t offset) {
         return refuse(ret_error, -EINVAL, "nesting deeper than %d levels at byte offset %zu", max_depth,

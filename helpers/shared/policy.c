@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "errmsg.h"
 #include "fileio.h"
 #include "json-strict.h"
 #include "log.h"
@@ -43,24 +44,7 @@ NetPosture net_posture_from_string(const char *s) {
         return table_lookup(net_posture_table, _NET_POSTURE_MAX, s);
 }
 
-static int fail(char **ret_error, const char *fmt, ...) _printf_(2, 3);
-static int fail(char **ret_error, const char *fmt, ...) {
-        va_list ap;
-
-        if (ret_error) {
-                char *m = NULL;
-                va_start(ap, fmt);
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wformat-nonliteral"
-                if (vasprintf(&m, fmt, ap) < 0)
-                        m = NULL;
-#pragma GCC diagnostic pop
-                va_end(ap);
-                free(*ret_error);
-                *ret_error = m;
-        }
-        return -EINVAL;
-}
+#define fail(ret_error, ...) error_set((ret_error), -EINVAL, __VA_ARGS__)
 
 static json_object *get(json_object *o, const char *key) {
         json_object *v = NULL;

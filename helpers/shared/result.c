@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "errmsg.h"
 #include "collect.h"
 #include "jobid.h"
 #include "result.h"
@@ -222,18 +223,7 @@ int result_write_signed(int results_dirfd, const char *job_id, json_object *resu
         return RET_NERRNO(fsync(results_dirfd));
 }
 
-static int refuse(char **ret_error, int r, const char *fmt, ...) _printf_(3, 4);
-static int refuse(char **ret_error, int r, const char *fmt, ...) {
-        va_list ap;
-
-        if (ret_error) {
-                va_start(ap, fmt);
-                if (vasprintf(ret_error, fmt, ap) < 0)
-                        *ret_error = NULL;
-                va_end(ap);
-        }
-        return r;
-}
+#define refuse error_set
 
 /* Reads a whole regular file below dirfd, refusing more than max bytes (-EFBIG). NUL-terminated. */
 static int read_bounded(int dirfd, const char *name, size_t max, char **ret, size_t *ret_len) {

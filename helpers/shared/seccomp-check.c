@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "errmsg.h"
 #include "macro.h"
 #include "seccomp-check.h"
 
@@ -90,24 +91,7 @@ static void seccomp_releasep(scmp_filter_ctx *ctx) {
                 seccomp_release(*ctx);
 }
 
-static int fail(char **ret_error, const char *fmt, ...) _printf_(2, 3);
-static int fail(char **ret_error, const char *fmt, ...) {
-        va_list ap;
-
-        if (ret_error) {
-                char *m = NULL;
-                va_start(ap, fmt);
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wformat-nonliteral"
-                if (vasprintf(&m, fmt, ap) < 0)
-                        m = NULL;
-#pragma GCC diagnostic pop
-                va_end(ap);
-                free(*ret_error);
-                *ret_error = m;
-        }
-        return -EINVAL;
-}
+#define fail(ret_error, ...) error_set((ret_error), -EINVAL, __VA_ARGS__)
 
 static bool is_forbidden(const char *name) {
         for (const char *const *f = seccomp_forbidden_syscalls; *f; f++)

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "errmsg.h"
 #include "json-strict.h"
 #include "jobid.h"
 #include "macro.h"
@@ -16,21 +17,7 @@
 /* Checks one string; returns NULL if it is fine, else why not (completing "FIELD: ..."). */
 typedef const char *(*StringCheck)(const char *s);
 
-_printf_(2, 3) static int refuse(char **ret_error, const char *fmt, ...) {
-        va_list ap;
-        char *m;
-        int r;
-
-        if (!ret_error)
-                return -EINVAL;
-        va_start(ap, fmt);
-        r = vasprintf(&m, fmt, ap);
-        va_end(ap);
-        if (r < 0)
-                return -ENOMEM;
-        *ret_error = m;
-        return -EINVAL;
-}
+#define refuse(ret_error, ...) error_set((ret_error), -EINVAL, __VA_ARGS__)
 
 static int refuse_unknown_key(const char *key, const char *where, char **ret_error) {
         _cleanup_free_ char *p = json_printable(key);
