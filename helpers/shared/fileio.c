@@ -7,17 +7,18 @@
 #include "fileio.h"
 #include "macro.h"
 
-int read_full_file_at(int dirfd, const char *path, size_t max, char **ret, size_t *ret_len) {
-        _cleanup_close_ int fd = -EBADF;
+int read_full_fd(int fd, size_t max, char **ret, size_t *ret_len) {
         _cleanup_free_ char *buf = NULL;
         size_t len = 0, cap = 0;
+        struct stat st;
 
-        fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
+        if (fstat(fd, &st) < 0)
                 return -errno;
+        if (!S_ISREG(st.st_mode))
+                return -EBADFD;
         for (;;) {
                 if (len + 1 >= cap) {
-                        size_t ncap = cap ? cap * 2 : 4096;
+                        size_t ncap = cap ? cap * 2 : (size_t) st.st_size + 4096;
                         char *n;
                         if (ncap > max + 2)
                                 ncap = max + 2;
@@ -46,6 +47,14 @@ int read_full_file_at(int dirfd, const char *path, size_t max, char **ret, size_
         if (ret_len)
                 *ret_len = len;
         return 0;
+}
+
+int read_full_file_at(int dirfd, const char *path, size_t max, char **ret, size_t *ret_len) {
+        _cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK);
+
+        if (fd < 0)
+                return -errno;
+        return read_full_fd(fd, max, ret, ret_len);
 }
 
 int write_all(int fd, const void *buf, size_t len) {

@@ -4,7 +4,9 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* Reads at most max bytes; a longer file is -EFBIG. The buffer is NUL-terminated (not counted). */
+/* Reads a regular file (anything else: -EBADFD; a symlink as the last component is not followed) of at
+ * most max bytes; a longer file is -EFBIG. The buffer is NUL-terminated (not counted). */
+int read_full_fd(int fd, size_t max, char **ret, size_t *ret_len);
 int read_full_file_at(int dirfd, const char *path, size_t max, char **ret, size_t *ret_len);
 static inline int read_full_file(const char *path, size_t max, char **ret, size_t *ret_len) {
         return read_full_file_at(-100 /* AT_FDCWD */, path, max, ret, ret_len);

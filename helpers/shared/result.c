@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "errmsg.h"
+#include "fileio.h"
 #include "collect.h"
 #include "jobid.h"
 #include "result.h"
@@ -24,53 +25,6 @@ static int stage_name(const char *job_id, char ret[JOB_ID_MAX + 8]) {
         return 0;
 }
 
-static int rm_rf_children(int fd, unsigned depth);
-
-static int rm_rf_at(int dirfd, const char *name, unsigned depth) {
-        _cleanup_close_ int fd = -EBADF;
-        int r;
-
-        if (unlinkat(dirfd, name, 0) >= 0)
-                return 0;
-        if (errno == ENOENT)
-                return 0;
-        if (errno != EISDIR && errno != EPERM)
-                return negative_errno();
-        if (depth >= RESULT_WALK_MAX_DEPTH)
-                return -ELOOP;
-        fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
-                return negative_errno();
-        r = rm_rf_children(fd, depth + 1);
-        if (r < 0)
-                return r;
-        if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-                return negative_errno();
-        return 0;
-}
-
-static int rm_rf_children(int fd, unsigned depth) {
-        _cleanup_closedir_ DIR *d = NULL;
-        int dfd, r;
-
-        dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0)
-                return negative_errno();
-        d = fdopendir(dfd);
-        if (!d) {
-                safe_close(dfd);
-                return -ENOMEM;
-        }
-        for (struct dirent *de; (errno = 0, de = readdir(d));) {
-                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
-                        continue;
-                r = rm_rf_at(fd, de->d_name, depth);
-                if (r < 0)
-                        return r;
-        }
-        return errno > 0 ? -errno : 0;
-}
-
 int result_stage_abort(int results_dirfd, const char *job_id) {
         char name[JOB_ID_MAX + 8];
         int r;
@@ -78,7 +32,7 @@ int result_stage_abort(int results_dirfd, const char *job_id) {
         r = stage_name(job_id, name);
         if (r < 0)
                 return r;
-        return rm_rf_at(results_dirfd, name, 0);
+        return rm_rf_at(results_dirfd, name);
 }
 
 int result_stage_open(int results_dirfd, const char *job_id, int *ret_staged_dirfd) {
@@ -93,7 +47,7 @@ int result_stage_open(int results_dirfd, const char *job_id, int *ret_staged_dir
                 return -EEXIST;
         if (errno != ENOENT)
                 return negative_errno();
-        r = rm_rf_at(results_dirfd, name, 0);
+        r = rm_rf_at(results_dirfd, name);
         if (r < 0)
                 return r;
         if (mkdirat(results_dirfd, name, 0755) < 0)
@@ -227,45 +181,11 @@ int result_write_signed(int results_dirfd, const char *job_id, json_object *resu
 
 /* Reads a whole regular file below dirfd, refusing more than max bytes (-EFBIG). NUL-terminated. */
 static int read_bounded(int dirfd, const char *name, size_t max, char **ret, size_t *ret_len) {
-        _cleanup_close_ int fd = -EBADF;
-        _cleanup_free_ char *buf = NULL;
-        size_t len = 0, allocated = 0;
-        struct stat st;
+        _cleanup_close_ int fd = openat_beneath(dirfd, name, O_RDONLY, 0);
 
-        fd = openat_beneath(dirfd, name, O_RDONLY, 0);
         if (fd < 0)
                 return fd;
-        if (fstat(fd, &st) < 0)
-                return negative_errno();
-        if (!S_ISREG(st.st_mode))
-                return -EBADFD;
-        if ((uint64_t) st.st_size > max)
-                return -EFBIG;
-        for (;;) {
-                if (len == allocated) {
-                        allocated = allocated ? allocated * 2 : (size_t) st.st_size + 1;
-                        if (allocated > max + 1)
-                                allocated = max + 1;
-                        char *p = realloc(buf, allocated + 1);
-                        if (!p)
-                                return -ENOMEM;
-                        buf = p;
-                }
-                ssize_t n = read(fd, buf + len, allocated - len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return negative_errno();
-                if (n == 0)
-                        break;
-                len += (size_t) n;
-                if (len > max)
-                        return -EFBIG;
-        }
-        buf[len] = 0;
-        *ret = TAKE_PTR(buf);
-        *ret_len = len;
-        return 0;
+        return read_full_fd(fd, max, ret, ret_len);
 }
 
 static int verify_signature(int dirfd, const uint8_t pk[32], char **ret_json, size_t *ret_len,
