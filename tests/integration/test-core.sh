@@ -147,8 +147,15 @@ for i in range(2000):
         break
 print("forked", n)'
 n=$(sed -n 's/^forked \([0-9]*\)$/\1/p' <<<"$OUT")
-t_like "fork bomb stopped below the pids limit" "^[0-9]+$" "$n"
-[ -n "$n" ] && t_ok "forks capped ($n < 64)" test "$n" -lt 64
+if [ "$BACKEND" = runsc ]; then
+        # gVisor's ptrace platform backs every guest address space with a host process: the scope's
+        # TasksMax stops the bomb by taking the whole sandbox down, not by failing the guest's fork().
+        t_ok "fork bomb contained (forks capped, or the sandbox stopped)" \
+                test "${n:-0}" -lt 64 -a \( -n "$n" -o "$RC" != 0 \)
+else
+        t_like "fork bomb stopped below the pids limit" "^[0-9]+$" "$n"
+        [ -n "$n" ] && t_ok "forks capped ($n < 64)" test "$n" -lt 64
+fi
 t_ok "host still responsive (systemd answers, a new process starts)" in_box timeout 5 sh -c 'systemctl show -P Version >/dev/null && true'
 t_clean "nothing left after a fork bomb" "$id"
 
