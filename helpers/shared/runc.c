@@ -35,4 +35,5 @@ const RuntimeProvider runtime_runc = {
         .create_argv = runc_create_argv,
         .start_argv = runc_start_argv,
         .delete_argv = runc_delete_argv,
+        .has_state = runtime_state_dir_exists,
 };

@@ -130,10 +130,18 @@ static int runsc_delete_argv(const RuntimeJob *j, char ***ret) {
         return strv_build(ret, RUNSC, "--root", j->state_root, "delete", "--force", j->container_id, NULL);
 }
 
+/* runsc keeps one state file per container: ROOT/ID_sandbox:ID.state (the root container names its sandbox). */
+static bool runsc_has_state(const RuntimeJob *j) {
+        _cleanup_free_ char *p = NULL;
+        return asprintf(&p, "%s/%s_sandbox:%s.state", j->state_root, j->container_id, j->container_id) >= 0 &&
+               access(p, F_OK) == 0;
+}
+
 const RuntimeProvider runtime_runsc = {
         .name = "runsc",
         .check = runsc_check,
         .create_argv = runsc_create_argv,
         .start_argv = runsc_start_argv,
         .delete_argv = runsc_delete_argv,
+        .has_state = runsc_has_state,
 };

@@ -14,6 +14,7 @@
 static const RuntimeProvider *const providers[] = {
         &runtime_runc,
         &runtime_runsc,
+        &runtime_kata,
 };
 
 const RuntimeProvider *runtime_provider_find(const char *name) {
@@ -124,4 +125,9 @@ int runtime_exec(char **argv, uint64_t timeout_usec) {
         if (WIFEXITED(status))
                 return WEXITSTATUS(status);
         return -ECANCELED;
+}
+
+bool runtime_state_dir_exists(const RuntimeJob *j) {
+        _cleanup_free_ char *p = NULL;
+        return asprintf(&p, "%s/%s", j->state_root, j->container_id) >= 0 && access(p, F_OK) == 0;
 }

@@ -6,7 +6,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <json-c/json.h>
+
 #include "macro.h"
+#include "policy.h"
 
 typedef struct RuntimeJob {
         const char *state_root;   /* the runtime's --root: pond's own, not the host default */
@@ -26,10 +29,19 @@ typedef struct RuntimeProvider {
         int (*create_argv)(const RuntimeJob *j, char ***ret);
         int (*start_argv)(const RuntimeJob *j, char ***ret);
         int (*delete_argv)(const RuntimeJob *j, char ***ret);
+        /* Whether the runtime holds state for the container (then delete must run). */
+        bool (*has_state)(const RuntimeJob *j);
+        /* Optional: the provider's additions to config.json (e.g. a VM's size as annotations). */
+        int (*adjust_config)(const ResolvedPolicy *r, json_object *config);
 } RuntimeProvider;
 
 extern const RuntimeProvider runtime_runc;
 extern const RuntimeProvider runtime_runsc;
+extern const RuntimeProvider runtime_kata;
+
+/* kata.c, exposed for its tests: the runtime binary, and the preferred configuration (1) or none (0). */
+int kata_runtime_path(char **ret);
+int kata_config_path(char **ret);
 
 const RuntimeProvider *runtime_provider_find(const char *name);
 
@@ -43,6 +55,9 @@ char **runtime_environ(void);
 
 /* Looks up a binary in PATH (or takes an absolute path). */
 int find_binary(const char *name, char **ret);
+
+/* has_state for runtimes that keep a directory per container below their root (runc, kata). */
+bool runtime_state_dir_exists(const RuntimeJob *j);
 
 /* NULL-terminated vector helpers. */
 int strv_build(char ***ret, ...);

@@ -14,20 +14,13 @@
 #include "scope.h"
 #include "supervise-launch.h"
 
+/* The supervisor may have died before it knew (or after it forgot) the backend: ask every provider. */
 static void remove_runtime_state(const JobPaths *paths) {
-        static const char *const backends[] = { "runc" };
+        static const char *const backends[] = { "runc", "runsc", "kata" };
 
         for (size_t i = 0; i < ELEMENTSOF(backends); i++) {
                 const RuntimeProvider *p = runtime_provider_find(backends[i]);
-                _cleanup_strv_free_ char **argv = NULL;
-                RuntimeJob rj = { .state_root = paths->runtime_root, .container_id = paths->container };
-                _cleanup_free_ char *state = NULL;
-
-                if (!p || asprintf(&state, "%s/%s", paths->runtime_root, paths->container) < 0)
-                        continue;
-                if (access(state, F_OK) < 0 || p->delete_argv(&rj, &argv) < 0)
-                        continue;
-                if (runtime_exec(argv, 30ULL * 1000 * 1000) != 0)
+                if (p && job_delete_container(p, paths) < 0)
                         log_warning("%s delete of %s failed.", p->name, paths->container);
         }
 }

@@ -15,16 +15,13 @@
 
 #define RUNTIME_DELETE_USEC (30ULL * 1000 * 1000)
 
-static int delete_container(const RuntimeProvider *p, const JobPaths *paths) {
+int job_delete_container(const RuntimeProvider *p, const JobPaths *paths) {
         _cleanup_strv_free_ char **argv = NULL;
         RuntimeJob rj = { .state_root = paths->runtime_root, .container_id = paths->container };
-        _cleanup_free_ char *state = NULL;
         int r;
 
-        /* No state dir: nothing to delete, and no runtime to start for it. */
-        if (asprintf(&state, "%s/%s", paths->runtime_root, paths->container) < 0)
-                return -ENOMEM;
-        if (access(state, F_OK) < 0)
+        /* No state: nothing to delete, and no runtime to start for it. */
+        if (!p->has_state(&rj))
                 return 0;
         r = p->delete_argv(&rj, &argv);
         if (r < 0)
@@ -66,7 +63,7 @@ int job_finish(Job *j, int r) {
         }
         if (j->scope_cgroup && cgroup_oom_kills(j->scope_cgroup, &ooms) >= 0 && ooms > 0)
                 j->oom_killed = true;
-        if (j->provider && delete_container(j->provider, &j->paths) < 0)
+        if (j->provider && job_delete_container(j->provider, &j->paths) < 0)
                 log_warning("Could not delete container %s; cleanup will retry.", j->paths.container);
         if (j->bus && scope_stop(j->bus, j->paths.scope) < 0)
                 log_warning("Could not stop %s; cleanup will retry.", j->paths.scope);

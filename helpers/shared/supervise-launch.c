@@ -76,6 +76,8 @@ static int write_bundle(Job *j) {
                 return -ENOMEM;
         paths.cgroups_path = cgpath;
         r = oci_config_build(j->resolved, j->spec, j->policy->seccomp, &paths, &config);
+        if (r >= 0 && j->provider->adjust_config)
+                r = j->provider->adjust_config(j->resolved, config);
         if (r < 0)
                 return log_error_errno(r, "Cannot build the OCI config: %m");
         if (mkdir(j->paths.bundle, 0700) < 0 && errno != EEXIST)

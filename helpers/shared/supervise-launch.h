@@ -9,5 +9,7 @@ int job_launch(Job *j);
 int job_run_loop(Job *j);
 /* supervise-finish.c: outcome, runtime and scope removal, artifacts, signed result. Returns the exit code. */
 int job_finish(Job *j, int r);
+/* supervise-finish.c: `delete --force` of the job's container if the runtime holds state for it. */
+int job_delete_container(const RuntimeProvider *p, const JobPaths *paths);
 /* supervise-finish.c: unmounts and removes the job's runtime directory; idempotent. */
 int job_teardown(Job *j);

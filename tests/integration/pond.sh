@@ -33,7 +33,7 @@ leftovers() {
         in_box sh -c "
                 grep -F '$POND_RUN/jobs/$id' /proc/self/mountinfo | sed 's/^/mount: /'
                 [ -e '$POND_RUN/jobs/$id' ] && echo 'staging dir: $POND_RUN/jobs/$id'
-                [ -e '$POND_RUN/runtime/pond-$id' ] && echo 'runtime state: pond-$id'
+                ls '$POND_RUN/runtime' | grep -E '^pond-$id(\$|_sandbox:)' | sed 's/^/runtime state: /'
                 systemctl list-units --all --plain --no-legend 'pond-$id.scope' | grep -q . && echo 'scope: pond-$id.scope'
                 systemctl is-active -q 'pond-job@$id.service' && echo 'unit active: pond-job@$id.service'
                 ls /sys/fs/cgroup/memory/pond.slice/ 2>/dev/null | grep -F 'pond-$id.scope' | sed 's/^/cgroup: /'
@@ -56,11 +56,12 @@ wait_running() {
         return 1
 }
 
-# wait_gone ID: until the job's unit is no longer active, at most ~60 s
+# wait_gone ID: until the job's unit is inactive or failed (ExecStopPost done), at most ~60 s
 wait_gone() {
-        local i
+        local i state
         for i in $(seq 600); do
-                in_box systemctl is-active -q "pond-job@$1.service" || return 0
+                state=$(in_box systemctl show -P ActiveState "pond-job@$1.service")
+                case $state in inactive|failed|"") return 0 ;; esac
                 sleep 0.1
         done
         return 1
