@@ -1,0 +1,111 @@
+/* test-kata: the Kata provider refuses where it cannot run (never another backend instead), prefers the
+ * Firecracker configuration, and sizes the VM from the job's limits; its OCI config is the same confined
+ * config as runc's plus those annotations. */
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "fileio.h"
+#include "macro.h"
+#include "oci.h"
+#include "runtime.h"
+#include "tests.h"
+
+TEST(lookup_by_name_never_substitutes) {
+        ASSERT_TRUE(runtime_provider_find("kata") == &runtime_kata);
+        ASSERT_TRUE(runtime_provider_find("kata-fc") == NULL);
+        ASSERT_TRUE(runtime_provider_find("") == NULL);
+        ASSERT_TRUE(runtime_provider_find(NULL) == NULL);
+}
+
+TEST(refuses_here_with_a_reason) {
+        _cleanup_free_ char *reason = NULL, *runtime = NULL;
+        int kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+        bool has_kvm = kvm >= 0;
+
+        safe_close(kvm);
+        if (has_kvm && kata_runtime_path(&runtime) >= 0)
+                TEST_SKIP("this host has KVM and a Kata runtime: Kata can run here");
+        ASSERT_ERROR(EOPNOTSUPP, runtime_kata.check(&reason));
+        ASSERT_CONTAINS(has_kvm ? "no Kata runtime" : "/dev/kvm", reason);
+        ASSERT_CONTAINS("refusing", reason);
+}
+
+TEST(refuses_without_a_runtime) {
+        _cleanup_free_ char *path = NULL;
+
+        setenv("POND_KATA_RUNTIME", "/nonexistent/kata-runtime", 1);
+        ASSERT_TRUE(kata_runtime_path(&path) < 0);
+        unsetenv("POND_KATA_RUNTIME");
+}
+
+static void touch(const char *dir, const char *name) {
+        char p[256];
+        snprintf(p, sizeof p, "%s/%s", dir, name);
+        int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        if (fd >= 0)
+                close(fd);
+}
+
+TEST(prefers_firecracker) {
+        char dir[] = "/tmp/pond-test-kata.XXXXXX";
+        _cleanup_strv_free_ char **argv = NULL;
+        _cleanup_free_ char *config = NULL, *fc = NULL;
+        RuntimeJob j = { .state_root = "/run/pond/runtime", .bundle = "/b", .container_id = "pond-x",
+                         .pid_file = "/p", .log_file = "/l" };
+
+        ASSERT_TRUE(mkdtemp(dir) != NULL);
+        setenv("POND_KATA_CONFIG_DIR", dir, 1);
+        setenv("POND_KATA_RUNTIME", "/bin/true", 1);
+        ASSERT_EQ(0, kata_config_path(&config));
+        touch(dir, "configuration-qemu.toml");
+        ASSERT_EQ(1, kata_config_path(&config));
+        ASSERT_CONTAINS("configuration-qemu.toml", config);
+        free(config);
+        config = NULL;
+        touch(dir, "configuration-fc.toml");
+        ASSERT_EQ(1, kata_config_path(&config));
+        ASSERT_CONTAINS("configuration-fc.toml", config);
+
+        ASSERT_OK(runtime_kata.create_argv(&j, &argv));
+        ASSERT_STREQ("/bin/true", argv[0]);
+        ASSERT_STREQ("--kata-config", argv[1]);
+        ASSERT_STREQ(config, argv[2]);
+        ASSERT_STREQ("create", argv[7]);
+        ASSERT_STREQ("pond-x", argv[strv_length(argv) - 1]);
+        unsetenv("POND_KATA_CONFIG_DIR");
+        unsetenv("POND_KATA_RUNTIME");
+        ASSERT_OK(rm_rf_at(AT_FDCWD, dir));
+}
+
+static json_object *jget(json_object *o, const char *k) {
+        json_object *v = NULL;
+        json_object_object_get_ex(o, k, &v);
+        return v;
+}
+
+TEST(config_sizes_the_vm_and_keeps_confinement) {
+        char *cmd[] = { (char *) "true", NULL }, *none[] = { NULL };
+        ResolvedPolicy r = { .profile = (char *) "untrusted-code-write", .backend = (char *) "kata",
+                             .tier = (char *) "trusted", .confined = true, .fs = FS_OVERLAY, .net = NET_ALLOWLIST,
+                             .memory_bytes = 1536ULL << 20, .cpus_milli = 1500, .pids_limit = 256,
+                             .tmpfs_bytes = 64ULL << 20, .image = (char *) "host", .nofile = 1024, .nproc = 512 };
+        JobSpec s = { .job_id = (char *) "k1", .tenant = (char *) "t", .command = cmd, .env = none, .outputs = none };
+        OciPaths p = { .rootfs = "/r", .host_usr = "/usr", .etc = "/e", .workspace = "/w",
+                       .cgroups_path = "/pond.slice/pond-k1.scope/payload", .hostname = "pond" };
+        _cleanup_json_ json_object *sc = json_object_from_file(POND_SOURCE_ROOT "/policy/seccomp.json");
+        _cleanup_json_ json_object *c = NULL;
+        json_object *a;
+
+        ASSERT_TRUE(sc != NULL);
+        ASSERT_OK(oci_config_build(&r, &s, sc, &p, &c));
+        ASSERT_OK(runtime_kata.adjust_config(&r, c));
+        a = jget(c, "annotations");
+        ASSERT_STREQ("1536", json_object_get_string(jget(a, "io.katacontainers.config.hypervisor.default_memory")));
+        ASSERT_STREQ("2", json_object_get_string(jget(a, "io.katacontainers.config.hypervisor.default_vcpus")));
+        ASSERT_STREQ("false", json_object_get_string(jget(a, "io.katacontainers.config.runtime.disable_guest_seccomp")));
+        ASSERT_TRUE(jget(jget(c, "linux"), "seccomp") != NULL);
+        ASSERT_TRUE(json_object_get_boolean(jget(jget(c, "process"), "noNewPrivileges")));
+        ASSERT_EQ(0, json_object_array_length(jget(jget(jget(c, "process"), "capabilities"), "bounding")));
+}
+
+TEST_MAIN()
