@@ -6,6 +6,8 @@
 
 #include "config.h"
 #include "ctl.h"
+#include "ctl-dispatch.h"
+#include "ctl-probe.h"
 #include "log.h"
 
 typedef struct Verb {
@@ -27,6 +29,9 @@ static const Verb verbs[] = {
         { "verify",     ctl_verb_verify,     "--pubkey F [OPTIONS] DIR", "check a result directory" },
         { "keygen",     ctl_verb_keygen,     "[--dir DIR]",              "create keys for enrollment" },
         { "hash-input", ctl_verb_hash_input, "SPEC [--checkout DIR]",    "the input_sha a worker signs" },
+        { "probe",      ctl_verb_probe,      "[--json]",                 "what this host can enforce" },
+        { "dispatch-check", ctl_verb_dispatch_check, "[FILE] [--tenant P] [--worker PROBE]",
+                                                                          "route a sandbox block" },
 };
 
 static void help(void) {

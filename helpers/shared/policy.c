@@ -271,6 +271,23 @@ ResolvedPolicy *resolved_policy_free(ResolvedPolicy *r) {
         return NULL;
 }
 
+/* "requires": what a worker must advertise (pondctl probe) to take the profile's jobs; dispatch.c adds the
+ * backend's own sandbox.<backend>, so naming one here could only contradict the block's backend. */
+static bool requires_is_valid(json_object *req) {
+        if (!json_object_is_type(req, json_type_array) || json_object_array_length(req) > 32)
+                return false;
+        for (size_t i = 0; i < json_object_array_length(req); i++) {
+                json_object *e = json_object_array_get_idx(req, i);
+                const char *s = json_object_get_string(e);
+                size_t n = s ? strlen(s) : 0;
+
+                if (!json_object_is_type(e, json_type_string) || n == 0 || n > 64 ||
+                    strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789._=-") != n || strncmp(s, "sandbox.", 8) == 0)
+                        return false;
+        }
+        return true;
+}
+
 /* Every profile must resolve with its own defaults and name only known postures and backends; a policy
  * file that does not is refused as a whole rather than half-applied. */
 static int policy_validate(const Policy *p, char **ret_error) {
@@ -304,6 +321,9 @@ static int policy_validate(const Policy *p, char **ret_error) {
                     (streq(json_object_get_string(get(prof, "network")), "open") ||
                      streq(json_object_get_string(get(prof, "filesystem")), "host")))
                         return fail(ret_error, "policy: confined profile %s cannot have an open posture", name);
+                if (!requires_is_valid(get(prof, "requires")))
+                        return fail(ret_error, "policy: profile %s: requires must be an array of at most 32 "
+                                    "capability names [a-z0-9._=-] other than sandbox.*", name);
                 k = policy_resolve(p, &b, &r, ret_error);
                 if (k < 0)
                         return k;

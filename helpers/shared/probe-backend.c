@@ -142,7 +142,9 @@ static void backend_version(ProbeBackendResult *r) {
 
 /* A rootfs of nothing but mount points and the usual /usr-merge symlinks; /usr comes in read-only. */
 static int bundle_rootfs(const char *bundle) {
-        static const char *const dirs[] = { "rootfs", "rootfs/usr", "rootfs/proc", "rootfs/dev", "rootfs/tmp" };
+        static const char *const dirs[] = {
+                "rootfs", "rootfs/usr", "rootfs/proc", "rootfs/dev", "rootfs/tmp",
+        };
         static const char *const links[][2] = {
                 { "usr/bin", "rootfs/bin" }, { "usr/sbin", "rootfs/sbin" },
                 { "usr/lib", "rootfs/lib" }, { "usr/lib64", "rootfs/lib64" },
@@ -280,11 +282,13 @@ static void probe_oci_cli(ProbeBackendResult *r, const char *tmp, uint64_t timeo
                 r->reason = probe_strdupf("could not build the probe bundle: %s", strerror(-k));
                 return;
         }
-        char *argv[] = { r->path, (char *) "--root", state, (char *) "run", (char *) "--bundle", bundle, id, NULL };
+        char *argv[] = { r->path, (char *) "--root", state, (char *) "run", (char *) "--bundle", bundle, id,
+                         NULL };
         trivial_run(r, argv, timeout_usec);
         if (!r->works) {
                 /* A killed or failed run may leave its container behind; the state dir goes with tmp. */
-                char *del[] = { r->path, (char *) "--root", state, (char *) "delete", (char *) "--force", id, NULL };
+                char *del[] = { r->path, (char *) "--root", state, (char *) "delete", (char *) "--force", id,
+                                NULL };
                 (void) probe_run(del, 10 * 1000 * 1000, NULL);
         }
 }
@@ -301,8 +305,8 @@ static void probe_runsc(ProbeBackendResult *r, const char *tmp, uint64_t timeout
 
                 if (!root || !opt || mkdir(root, 0700) < 0)
                         return;
-                char *argv[] = { r->path, (char *) "--root", root, (char *) "--network=none", opt, (char *) "do",
-                                 (char *) "true", NULL };
+                char *argv[] = { r->path, (char *) "--root", root, (char *) "--network=none", opt,
+                                 (char *) "do", (char *) "true", NULL };
                 free(r->reason);
                 r->reason = NULL;
                 trivial_run(r, argv, timeout_usec);
@@ -322,7 +326,8 @@ static const char *kata_candidates[] = { "containerd-shim-kata-v2", "kata-runtim
 
 static int backend_locate(ProbeBackend b, const ProbeOptions *o, ProbeBackendResult *r) {
         const char *name = b == PROBE_BACKEND_RUNC ? (o->runc ?: POND_RUNC) :
-                           b == PROBE_BACKEND_RUNSC ? (o->runsc ?: "runsc") : (o->kata ?: getenv("POND_KATA_RUNTIME"));
+                           b == PROBE_BACKEND_RUNSC ? (o->runsc ?: "runsc") :
+                           (o->kata ?: getenv("POND_KATA_RUNTIME"));
 
         if (name && *name) {
                 if (find_binary(name, &r->path) >= 0)
@@ -350,7 +355,8 @@ static bool kata_runnable(ProbeBackendResult *r) {
         }
         if (streq(base, "containerd-shim-kata-v2")) {
                 r->platform = strdup("containerd-shim-v2");
-                r->reason = strdup("containerd-shim-kata-v2 runs only under containerd; pond drives kata-runtime");
+                r->reason = strdup("containerd-shim-kata-v2 runs only under containerd; pond drives "
+                                   "kata-runtime");
                 return false;
         }
         r->platform = strdup("kata-runtime");

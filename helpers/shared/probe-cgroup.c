@@ -94,7 +94,8 @@ static void controller_v2(const char *dir, ProbeController c, ProbeCgroup *ret) 
 /* v1: the controller's own hierarchy, mounted at root/NAME (co-mounts appear through symlinks). */
 static void controller_v1(const char *root, CgroupLayout layout, ProbeController c, ProbeCgroup *ret) {
         const char *name = c == PROBE_CONTROLLER_IO ? "blkio" : controller_table[c];
-        _cleanup_free_ char *dir = probe_strdupf("%s/%s", root, name), *unified = probe_strdupf("%s/unified", root);
+        _cleanup_free_ char *dir = probe_strdupf("%s/%s", root, name);
+        _cleanup_free_ char *unified = probe_strdupf("%s/unified", root);
         const char *why;
 
         if (!dir || !unified)

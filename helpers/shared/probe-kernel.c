@@ -37,7 +37,7 @@ void probe_kvm(ProbeFeature *ret) {
         v = ioctl(fd, KVM_GET_API_VERSION, 0);
         if (v != KVM_API_VERSION)
                 return feature_absent(ret, probe_strdupf("/dev/kvm answers KVM_GET_API_VERSION with %d", v));
-        feature_ok(ret, probe_strdupf("api %d", v));
+        feature_ok(ret, probe_strdupf("%d", v));
 }
 
 void probe_landlock(unsigned *ret_abi, char **ret_reason) {
@@ -123,9 +123,9 @@ void probe_nftables(ProbeFeature *ret) {
         if (r != 0) {
                 if (out)
                         out[strcspn(out, "\n")] = 0;
-                return feature_absent(ret, probe_strdupf("`nft list tables` failed (%s): %s",
-                                                         r < 0 ? strerror(-r) : "non-zero exit",
-                                                         out && *out ? out : geteuid() != 0 ? "not root" : "?"));
+                return feature_absent(ret, probe_strdupf(
+                        "`nft list tables` failed (%s): %s", r < 0 ? strerror(-r) : "non-zero exit",
+                        out && *out ? out : geteuid() != 0 ? "not root" : "?"));
         }
         feature_ok(ret, TAKE_PTR(version) ?: strdup("nft"));
 }
@@ -141,8 +141,8 @@ void probe_systemd(ProbeFeature *ret) {
                 return feature_absent(ret, strdup("no systemd as PID 1"));
         r = sd_bus_open_system(&bus);
         if (r < 0)
-                return feature_absent(ret, probe_strdupf("systemd is PID 1 but the system bus is unreachable: %s",
-                                                         strerror(-r)));
+                return feature_absent(ret, probe_strdupf(
+                        "systemd is PID 1 but the system bus is unreachable: %s", strerror(-r)));
         r = sd_bus_get_property_string(bus, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
                                        "org.freedesktop.systemd1.Manager", "Version", &error, &version);
         if (r < 0) {

@@ -83,7 +83,7 @@ typedef struct HostProbe {
 typedef struct ProbeOptions {
         const char *runc;       /* default: POND_RUNC looked up in PATH */
         const char *runsc;      /* default: runsc in PATH */
-        const char *kata;       /* default: $POND_KATA_RUNTIME, else containerd-shim-kata-v2 or kata-runtime */
+        const char *kata;       /* default: $POND_KATA_RUNTIME, else containerd-shim-kata-v2, kata-runtime */
         const char *cgroup_root;/* default: /sys/fs/cgroup */
         uint64_t timeout_usec;  /* per trivial container; default 30 s */
 } ProbeOptions;

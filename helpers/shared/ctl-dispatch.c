@@ -1,0 +1,166 @@
+/* ctl-dispatch.c: `pondctl dispatch-check [FILE] [--tenant PROJECT] [--policy DIR] [--worker PROBE.json
+ * [--worker-tags a,b]]`: reads a stage's sandbox block (FILE, or stdin for none or "-") and prints the
+ * routing decision, or a refusal, as JSON on stdout. The policy is the worker's own policy/ files. */
+#include <getopt.h>
+
+#include "config.h"
+#include "ctl.h"
+#include "ctl-dispatch.h"
+#include "dispatch.h"
+#include "errmsg.h"
+#include "fileio.h"
+#include "json-strict.h"
+
+typedef struct DispatchArgs {
+        const char *input;
+        const char *tenant;
+        const char *policy_dir;
+        const char *worker;
+        const char *worker_tags;
+} DispatchArgs;
+
+static void print_json(json_object *o) {
+        puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+}
+
+/* A refusal is an answer, not a crash: printed as JSON for the caller, logged once for the operator. */
+static int print_refusal(const char *reason) {
+        _cleanup_json_ json_object *o = json_object_new_object();
+
+        if (!o)
+                return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
+        json_object_object_add(o, "refused", json_object_new_boolean(true));
+        json_object_object_add(o, "reason", json_object_new_string(reason ?: "(no reason)"));
+        print_json(o);
+        return ctl_fail(CTL_EXIT_ERROR, "Refused: %s", reason ?: "(no reason)");
+}
+
+/* stdin is a pipe as often as a file: read it directly, bounded as any file is. */
+static int read_stdin(char **ret, size_t *ret_len) {
+        _cleanup_free_ char *buf = malloc(JSON_STRICT_MAX_BYTES + 1);
+        size_t len = 0;
+
+        if (!buf)
+                return -ENOMEM;
+        for (;;) {
+                ssize_t k = read(STDIN_FILENO, buf + len, JSON_STRICT_MAX_BYTES + 1 - len);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return -errno;
+                if (k == 0)
+                        break;
+                len += (size_t) k;
+                if (len > JSON_STRICT_MAX_BYTES)
+                        return -EFBIG;
+        }
+        buf[len] = 0;
+        *ret = TAKE_PTR(buf);
+        *ret_len = len;
+        return 0;
+}
+
+/* path NULL: stdin. */
+static int read_json(const char *path, json_object **ret, char **ret_error) {
+        _cleanup_free_ char *buf = NULL, *err = NULL;
+        size_t len;
+        int r;
+
+        r = path ? read_full_file(path, JSON_STRICT_MAX_BYTES, &buf, &len) : read_stdin(&buf, &len);
+        if (r < 0)
+                return error_set(ret_error, r, "%s: %s", path ?: "stdin", strerror(-r));
+        r = json_parse_strict(buf, len, JSON_STRICT_MAX_BYTES, JSON_STRICT_MAX_DEPTH, ret, &err);
+        if (r < 0)
+                return error_set(ret_error, r, "%s: %s", path ?: "stdin", err ?: "invalid JSON");
+        return 0;
+}
+
+static int parse_args(int argc, char *argv[], DispatchArgs *a) {
+        static const struct option options[] = {
+                { "tenant", required_argument, NULL, 't' },
+                { "policy", required_argument, NULL, 'p' },
+                { "worker", required_argument, NULL, 'w' },
+                { "worker-tags", required_argument, NULL, 'g' },
+                {}
+        };
+        int c;
+
+        optind = 0;
+        while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
+                switch (c) {
+                case 't': a->tenant = optarg; break;
+                case 'p': a->policy_dir = optarg; break;
+                case 'w': a->worker = optarg; break;
+                case 'g': a->worker_tags = optarg; break;
+                default: return -EINVAL;
+                }
+        if (argc - optind > 1)
+                return log_error_errno(EINVAL, "dispatch-check takes at most one FILE; see pondctl --help.");
+        if (a->worker_tags && !a->worker)
+                return log_error_errno(EINVAL, "--worker-tags needs --worker PROBE.json.");
+        a->input = optind < argc && !streq(argv[optind], "-") ? argv[optind] : NULL;
+        a->policy_dir = a->policy_dir ?: getenv("POND_POLICYDIR") ?: POND_POLICYDIR;
+        return 0;
+}
+
+/* Adds "worker": {eligible, reason} to out; returns the exit status. */
+static int check_worker(const DispatchArgs *a, const DispatchDecision *d, json_object *out) {
+        _cleanup_json_ json_object *probe = NULL;
+        _cleanup_strv_free_ char **tags = NULL;
+        _cleanup_free_ char *err = NULL;
+        json_object *w;
+        int r;
+
+        r = read_json(a->worker, &probe, &err);
+        if (r < 0)
+                return ctl_fail(CTL_EXIT_ERROR, "Cannot read the worker's probe: %s", err ?: strerror(-r));
+        r = dispatch_tags_split(a->worker_tags, &tags);
+        if (r < 0)
+                return ctl_fail_errno(CTL_EXIT_ERROR, r, "--worker-tags '%s': a comma-separated list of "
+                                      "non-empty tags (at most %d): %m", a->worker_tags, DISPATCH_TAGS_MAX);
+        r = dispatch_worker_eligible(d, probe, tags, &err);
+        if (r < 0)
+                return ctl_fail(CTL_EXIT_ERROR, "%s: %s", a->worker, err ?: strerror(-r));
+        w = json_object_new_object();
+        if (!w)
+                return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
+        json_object_object_add(w, "eligible", json_object_new_boolean(r > 0));
+        json_object_object_add(w, "reason", r > 0 ? NULL : json_object_new_string(err ?: "?"));
+        json_object_object_add(out, "worker", w);
+        return r > 0 ? CTL_EXIT_OK : CTL_DISPATCH_EXIT_NOT_ELIGIBLE;
+}
+
+int ctl_verb_dispatch_check(int argc, char *argv[]) {
+        _cleanup_(dispatch_decision_freep) DispatchDecision *d = NULL;
+        _cleanup_(policy_freep) Policy *policy = NULL;
+        _cleanup_json_ json_object *block = NULL, *out = NULL;
+        _cleanup_free_ char *err = NULL;
+        DispatchArgs a = {};
+        int r, status = CTL_EXIT_OK;
+
+        if (parse_args(argc, argv, &a) < 0)
+                return CTL_EXIT_ERROR;
+        r = policy_load(a.policy_dir, &policy, &err);
+        if (r < 0)
+                return print_refusal(err ?: "policy: cannot be loaded");
+        r = read_json(a.input, &block, &err);
+        if (r == -ENOMEM)
+                return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
+        if (r < 0)
+                return print_refusal(err);
+        r = dispatch_check(policy, block, a.tenant, &d, &err);
+        if (r == -ENOMEM)
+                return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
+        if (r < 0)
+                return print_refusal(err);
+        r = dispatch_decision_to_json(d, &out);
+        if (r < 0)
+                return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
+        if (a.worker) {
+                status = check_worker(&a, d, out);
+                if (status == CTL_EXIT_ERROR)
+                        return status;
+        }
+        print_json(out);
+        return status;
+}

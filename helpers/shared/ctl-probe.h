@@ -1,0 +1,4 @@
+/* ctl-probe.h: `pondctl probe`, what this host can really enforce (ctl-probe.c, on probe.h). */
+#pragma once
+
+int ctl_verb_probe(int argc, char *argv[]);

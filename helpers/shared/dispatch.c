@@ -1,0 +1,286 @@
+/* dispatch.c: routing a job honestly. The sandbox block is resolved by policy_resolve(), exactly as the
+ * worker will resolve it again (the worker never trusts this result); on top of that the dispatch rules:
+ * byo only when asked for and only for a named tenant, the profile's minimum capabilities, the pool tags.
+ * A worker is eligible only when it advertises every required capability and carries every tag. */
+#include <inttypes.h>
+
+#include "dispatch.h"
+#include "errmsg.h"
+#include "spec.h"
+
+static json_object *get(json_object *o, const char *key) {
+        json_object *v = NULL;
+        return json_object_object_get_ex(o, key, &v) ? v : NULL;
+}
+
+static bool strv_contains(char *const *l, const char *s) {
+        for (; l && *l; l++)
+                if (streq(*l, s))
+                        return true;
+        return false;
+}
+
+/* Appends a copy of s unless it is there already. */
+static int strv_add_unique(char ***l, const char *s) {
+        size_t n = strv_length(*l);
+        char **t;
+
+        if (strv_contains(*l, s))
+                return 0;
+        t = realloc(*l, (n + 2) * sizeof *t);
+        if (!t)
+                return -ENOMEM;
+        *l = t;
+        t[n] = strdup(s);
+        t[n + 1] = NULL;
+        return t[n] ? 0 : -ENOMEM;
+}
+
+static char *strv_join(char *const *l) {
+        char *out = NULL;
+        size_t n = 0;
+        FILE *f = open_memstream(&out, &n);
+
+        if (!f)
+                return NULL;
+        for (size_t i = 0; l && l[i]; i++)
+                fprintf(f, "%s%s", i ? ", " : "", l[i]);
+        if (!l || !l[0])
+                fputs("(none)", f);
+        fclose(f);
+        return out;
+}
+
+/* A JSON array of strings as "a, b" (checked to hold strings only by the caller). */
+static char *json_strings_join(json_object *a) {
+        _cleanup_free_ char **l = calloc(json_object_array_length(a) + 1, sizeof(char *));
+
+        if (!l)
+                return NULL;
+        for (size_t i = 0; i < json_object_array_length(a); i++)
+                l[i] = (char *) json_object_get_string(json_object_array_get_idx(a, i));
+        return strv_join(l);
+}
+
+bool dispatch_tenant_is_valid(const char *s) {
+        size_t n = s ? strlen(s) : 0;
+        static const char chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+
+        if (n == 0 || n > DISPATCH_TENANT_MAX || !strchr(chars, s[0]))
+                return false;
+        return strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") == n;
+}
+
+/* Tier rules beyond "a known tier": byo is never a default and always names its tenant. */
+static int tags_for(const ResolvedPolicy *r, const SandboxBlock *b, const char *tenant, char ***ret,
+                    char **ret_error) {
+        _cleanup_strv_free_ char **tags = NULL;
+        _cleanup_free_ char *pool = NULL, *t = NULL;
+
+        if (tenant && !dispatch_tenant_is_valid(tenant))
+                return error_set(ret_error, -EINVAL,
+                                 "--tenant: '%s' must match [A-Za-z0-9][A-Za-z0-9_.-]{0,127}", tenant);
+        if (streq(r->tier, "byo") && !b->tier)
+                return error_set(ret_error, -EINVAL,
+                                 "sandbox.tier: byo is never a default; profile %s must ask for it explicitly",
+                                 r->profile);
+        if (streq(r->tier, "byo") && !tenant)
+                return error_set(ret_error, -EINVAL, "sandbox.tier: byo needs a tenant (--tenant PROJECT): a "
+                                 "bring-your-own pool only takes its own project's jobs");
+        if (asprintf(&pool, "pool:%s", r->tier) < 0 || strv_add_unique(&tags, pool) < 0)
+                return -ENOMEM;
+        if (streq(r->tier, "byo") &&
+            (asprintf(&t, "tenant:%s", tenant) < 0 || strv_add_unique(&tags, t) < 0))
+                return -ENOMEM;
+        *ret = TAKE_PTR(tags);
+        return 0;
+}
+
+/* The profile's "requires" (checked by policy_validate()) plus the backend's own capability. */
+static int capabilities_for(const Policy *p, const ResolvedPolicy *r, char ***ret, char **ret_backend) {
+        _cleanup_strv_free_ char **caps = NULL;
+        _cleanup_free_ char *backend = NULL;
+        json_object *req = get(get(get(p->profiles, "profiles"), r->profile), "requires");
+
+        if (asprintf(&backend, "sandbox.%s", r->backend) < 0 || strv_add_unique(&caps, backend) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < json_object_array_length(req); i++)
+                if (strv_add_unique(&caps, json_object_get_string(json_object_array_get_idx(req, i))) < 0)
+                        return -ENOMEM;
+        *ret = TAKE_PTR(caps);
+        *ret_backend = TAKE_PTR(backend);
+        return 0;
+}
+
+static int add_u64(json_object *o, const char *key, uint64_t v) {
+        return json_object_object_add(o, key, json_object_new_int64((int64_t) v));
+}
+
+/* Every knob written out in a form policy_resolve() reads back to the same values: the block the
+ * worker re-resolves is the block that was checked here. */
+static json_object *normalized_block(const ResolvedPolicy *r, char *const *allow_hosts) {
+        _cleanup_json_ json_object *o = json_object_new_object();
+        json_object *knobs = json_object_new_object(), *hosts = json_object_new_array();
+
+        if (!o || !knobs || !hosts) {
+                json_object_put(knobs);
+                json_object_put(hosts);
+                return NULL;
+        }
+        json_object_object_add(o, "profile", json_object_new_string(r->profile));
+        json_object_object_add(o, "backend", json_object_new_string(r->backend));
+        json_object_object_add(o, "tier", json_object_new_string(r->tier));
+        add_u64(knobs, "memory", r->memory_bytes);
+        if (r->cpus_milli % 1000 == 0)
+                add_u64(knobs, "cpus", r->cpus_milli / 1000);
+        else
+                json_object_object_add(knobs, "cpus",
+                                       json_object_new_double((double) r->cpus_milli / 1000.0));
+        add_u64(knobs, "pids_limit", r->pids_limit);
+        add_u64(knobs, "tmpfs_size", r->tmpfs_bytes);
+        json_object_object_add(knobs, "image", json_object_new_string(r->image));
+        json_object_object_add(o, "overrides", knobs);
+        for (char *const *h = allow_hosts; h && *h; h++)
+                json_object_array_add(hosts, json_object_new_string(*h));
+        json_object_object_add(o, "allow_hosts", hosts);
+        return TAKE_PTR(o);
+}
+
+int dispatch_check(const Policy *p, json_object *block, const char *tenant, DispatchDecision **ret,
+                   char **ret_error) {
+        _cleanup_(dispatch_decision_freep) DispatchDecision *d = NULL;
+        _cleanup_(resolved_policy_freep) ResolvedPolicy *r = NULL;
+        _cleanup_(sandbox_block_done) SandboxBlock b = {};
+        int k;
+
+        k = sandbox_block_from_json(block, "sandbox", &b, ret_error);
+        if (k < 0)
+                return k;
+        k = policy_resolve(p, &b, &r, ret_error);
+        if (k < 0)
+                return k;
+        d = calloc(1, sizeof *d);
+        if (!d)
+                return -ENOMEM;
+        k = tags_for(r, &b, tenant, &d->required_tags, ret_error);
+        if (k < 0)
+                return k;
+        k = capabilities_for(p, r, &d->required_capabilities, &d->required_capability);
+        if (k < 0)
+                return k;
+        d->sandbox_block = normalized_block(r, b.allow_hosts);
+        if (!d->sandbox_block)
+                return -ENOMEM;
+        *ret = TAKE_PTR(d);
+        return 0;
+}
+
+DispatchDecision *dispatch_decision_free(DispatchDecision *d) {
+        if (!d)
+                return NULL;
+        json_object_put(d->sandbox_block);
+        free(d->required_capability);
+        strv_freep(&d->required_capabilities);
+        strv_freep(&d->required_tags);
+        free(d);
+        return NULL;
+}
+
+static json_object *strv_json(char *const *l) {
+        json_object *a = json_object_new_array();
+
+        for (; a && l && *l; l++)
+                json_object_array_add(a, json_object_new_string(*l));
+        return a;
+}
+
+int dispatch_decision_to_json(const DispatchDecision *d, json_object **ret) {
+        json_object *o = json_object_new_object();
+
+        if (!o)
+                return -ENOMEM;
+        json_object_object_add(o, "sandbox_block", json_object_get(d->sandbox_block));
+        json_object_object_add(o, "required_capability", json_object_new_string(d->required_capability));
+        json_object_object_add(o, "required_capabilities", strv_json(d->required_capabilities));
+        json_object_object_add(o, "required_tags", strv_json(d->required_tags));
+        *ret = o;
+        return 0;
+}
+
+/* "name=N" with N all digits: the name's length, and N in *ret_n; else 0. */
+static size_t leveled(const char *s, uint64_t *ret_n) {
+        const char *eq = strchr(s, '=');
+        char *end = NULL;
+
+        if (!eq || eq == s || !eq[1] || strspn(eq + 1, "0123456789") != strlen(eq + 1) || strlen(eq + 1) > 9)
+                return 0;
+        *ret_n = strtoull(eq + 1, &end, 10);
+        return (size_t) (eq - s);
+}
+
+static bool capability_met(const char *required, json_object *caps) {
+        uint64_t need = 0, have = 0;
+        size_t n = leveled(required, &need);
+
+        for (size_t i = 0; i < json_object_array_length(caps); i++) {
+                const char *c = json_object_get_string(json_object_array_get_idx(caps, i));
+                if (streq(c, required))
+                        return true;
+                if (n > 0 && leveled(c, &have) == n && strncmp(c, required, n) == 0 && have >= need)
+                        return true;
+        }
+        return false;
+}
+
+int dispatch_worker_eligible(const DispatchDecision *d, json_object *probe, char *const *worker_tags,
+                             char **ret_reason) {
+        json_object *caps = get(probe, "capabilities");
+
+        if (!json_object_is_type(probe, json_type_object) || !json_object_is_type(caps, json_type_array) ||
+            !json_object_is_type(get(probe, "probe_version"), json_type_int) ||
+            json_object_get_int(get(probe, "probe_version")) != 1)
+                return error_set(ret_reason, -EINVAL, "worker probe: not a pondctl probe --json document "
+                                 "(probe_version 1 with a capabilities array)");
+        for (size_t i = 0; i < json_object_array_length(caps); i++)
+                if (!json_object_is_type(json_object_array_get_idx(caps, i), json_type_string))
+                        return error_set(ret_reason, -EINVAL,
+                                         "worker probe: capabilities[%zu] is not a string", i);
+        for (char **c = d->required_capabilities; c && *c; c++)
+                if (!capability_met(*c, caps)) {
+                        _cleanup_free_ char *has = json_strings_join(caps);
+                        error_set(ret_reason, -EINVAL, "worker lacks capability '%s' (it advertises: %s)", *c,
+                                  has ?: "?");
+                        return 0;
+                }
+        for (char **t = d->required_tags; t && *t; t++)
+                if (!strv_contains(worker_tags, *t)) {
+                        _cleanup_free_ char *has = strv_join(worker_tags);
+                        error_set(ret_reason, -EINVAL, "worker lacks tag '%s' (it has: %s)", *t, has ?: "?");
+                        return 0;
+                }
+        return 1;
+}
+
+int dispatch_tags_split(const char *s, char ***ret) {
+        _cleanup_strv_free_ char **tags = calloc(1, sizeof(char *));
+        size_t count = 0;
+
+        if (!tags)
+                return -ENOMEM;
+        for (const char *p = s ?: ""; *p;) {
+                size_t n = strcspn(p, ",");
+                _cleanup_free_ char *t = strndup(p, n);
+
+                if (!t)
+                        return -ENOMEM;
+                if (n == 0 || ++count > DISPATCH_TAGS_MAX)
+                        return -EINVAL;
+                if (strv_add_unique(&tags, t) < 0)
+                        return -ENOMEM;
+                p += n;
+                if (*p == ',' && !*++p)
+                        return -EINVAL; /* a trailing comma: an empty tag */
+        }
+        *ret = TAKE_PTR(tags);
+        return 0;
+}
