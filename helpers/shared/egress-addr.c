@@ -169,7 +169,7 @@ static EgressAddrClass classify_v6(const struct in6_addr *addr, const EgressLoca
                 unsigned prefix;
                 EgressAddrClass class;
         } table[] = {
-                { { 0xfd, 0x00, 0x0e, 0xc2, [15] = 0x54 }, 128, EGRESS_ADDR_METADATA }, /* fd00:ec2::254 */
+                { { 0xfd, 0x00, 0x0e, 0xc2, [14] = 0x02, [15] = 0x54 }, 128, EGRESS_ADDR_METADATA }, /* fd00:ec2::254 */
                 { { [15] = 0 }, 128, EGRESS_ADDR_UNSPECIFIED },
                 { { [15] = 1 }, 128, EGRESS_ADDR_LOOPBACK },
                 { { [15] = 0 }, 96, EGRESS_ADDR_IPV4_COMPATIBLE },      /* ::/96, deprecated (RFC 4291) */

@@ -54,8 +54,10 @@ static int parse_server_name(Reader ext, char **ret, const char **reason) {
         if (!vec(&ext, 2, &list) || ext.left != 0 || list.left == 0)
                 FAIL("malformed server_name extension");
         while (list.left > 0) {
-                if (!u8(&list, &type) || !vec(&list, 2, &name))
+                if (!u8(&list, &type) || !vec(&list, 2, &name)) {
+                        free(s);
                         FAIL("malformed server_name list");
+                }
                 if (type != 0)
                         continue;
                 /* RFC 6066: at most one name of each type; an empty or NUL-carrying name is not a name. */

@@ -96,7 +96,7 @@ static int env_set(char **env, size_t *n, const char *entry) {
 /* From scratch: nothing of the supervisor's own environment reaches the job. The spec may override any
  * base entry (PATH for a virtualenv, HOME, LANG) except POND_JOB_ID, which names the job in its results
  * and logs and is pond's to say: a spec value for it is dropped. */
-int oci_job_environment(const ResolvedPolicy *r, const JobSpec *spec, char ***ret) {
+int oci_job_environment(const ResolvedPolicy *r, const JobSpec *spec, char *const *posture_env, char ***ret) {
         const char *const base[] = {
                 "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "HOME=/tmp", "LANG=C.UTF-8",
                 "TMPDIR=/tmp", "USER=job",
@@ -108,7 +108,7 @@ int oci_job_environment(const ResolvedPolicy *r, const JobSpec *spec, char ***re
 
         if (!r || !spec || !spec->job_id || !ret)
                 return -EINVAL;
-        env = calloc(ELEMENTSOF(base) + 1 + strv_length(spec->env) + 1, sizeof(char *));
+        env = calloc(ELEMENTSOF(base) + 1 + strv_length(spec->env) + strv_length(posture_env) + 1, sizeof(char *));
         if (!env || asprintf(&id, "POND_JOB_ID=%s", spec->job_id) < 0)
                 return -ENOMEM;
         for (size_t i = 0; i < ELEMENTSOF(base); i++) {
@@ -125,6 +125,12 @@ int oci_job_environment(const ResolvedPolicy *r, const JobSpec *spec, char ***re
                         continue;
                 }
                 k = env_set(env, &n, spec->env[i]);
+                if (k < 0)
+                        return k;
+        }
+        /* Last: the posture's own settings (the proxy, the CA bundle) say what the network really is. */
+        for (size_t i = 0; posture_env && posture_env[i]; i++) {
+                k = env_set(env, &n, posture_env[i]);
                 if (k < 0)
                         return k;
         }
@@ -173,7 +179,7 @@ static int build_process(const ResolvedPolicy *r, const JobSpec *spec, const Oci
         json_object *rl;
         int k;
 
-        k = oci_job_environment(r, spec, &env);
+        k = oci_job_environment(r, spec, paths->posture_env, &env);
         if (k < 0)
                 return k;
         rl = json_object_new_array();

@@ -19,6 +19,7 @@ typedef struct OciPaths {
         const char *netns;         /* network namespace to join by path, or NULL: a new empty one */
         const char *cgroups_path;  /* cgroupsPath: below the job's scope (absolute: see supervise-launch.c) */
         const char *hostname;
+        char *const *posture_env;  /* set after the spec's env (proxy, CA bundle), or NULL */
 } OciPaths;
 
 /* Builds config.json. seccomp is policy's linux.seccomp object (copied in for confined profiles). */
@@ -26,4 +27,4 @@ int oci_config_build(const ResolvedPolicy *r, const JobSpec *spec, json_object *
                      json_object **ret);
 
 /* The job's environment, built from scratch: a fixed base plus the spec's env. NULL-terminated. */
-int oci_job_environment(const ResolvedPolicy *r, const JobSpec *spec, char ***ret);
+int oci_job_environment(const ResolvedPolicy *r, const JobSpec *spec, char *const *posture_env, char ***ret);

@@ -85,10 +85,14 @@ static int runsc_check(char **ret_reason) {
         return r;
 }
 
-/* gVisor's own netstack: "none" leaves it loopback only (the empty network of a confined job without
- * an egress namespace); "sandbox" runs it over the interfaces of the namespace the config names. */
+/* "none": gVisor's netstack with loopback only. For a job namespace prepared by the supervisor the
+ * sandbox is started inside it (the config names it) and uses that namespace's kernel stack ("host" is
+ * relative to the sandbox's namespace): runsc's own netstack mode ("sandbox") cannot be used with
+ * Debian's runsc 2022 on current kernels, whose every namespace has /proc/sys/net/core/rmem_default,
+ * which that runsc takes for "the root namespace" and refuses. The nftables rules sit outside, on the
+ * host side of the veth, either way. Profile none gets the host's network. */
 static const char *runsc_network(const RuntimeJob *j) {
-        return j->host_network ? "--network=host" : j->netns ? "--network=sandbox" : "--network=none";
+        return j->host_network || j->netns ? "--network=host" : "--network=none";
 }
 
 /* An operator's debugging aid: POND_RUNSC_DEBUG_LOG=DIR in pond-run's environment (a drop-in for
@@ -137,6 +141,12 @@ static bool runsc_has_state(const RuntimeJob *j) {
                access(p, F_OK) == 0;
 }
 
+static void runsc_forget(const RuntimeJob *j) {
+        _cleanup_free_ char *p = NULL;
+        if (asprintf(&p, "%s/%s_sandbox:%s.lock", j->state_root, j->container_id, j->container_id) >= 0)
+                (void) unlink(p);
+}
+
 const RuntimeProvider runtime_runsc = {
         .name = "runsc",
         .check = runsc_check,
@@ -144,4 +154,5 @@ const RuntimeProvider runtime_runsc = {
         .start_argv = runsc_start_argv,
         .delete_argv = runsc_delete_argv,
         .has_state = runsc_has_state,
+        .forget = runsc_forget,
 };

@@ -31,6 +31,8 @@ typedef struct RuntimeProvider {
         int (*delete_argv)(const RuntimeJob *j, char ***ret);
         /* Whether the runtime holds state for the container (then delete must run). */
         bool (*has_state)(const RuntimeJob *j);
+        /* Optional: removes what delete leaves when the sandbox died first (runsc's lock file). */
+        void (*forget)(const RuntimeJob *j);
         /* Optional: the provider's additions to config.json (e.g. a VM's size as annotations). */
         int (*adjust_config)(const ResolvedPolicy *r, json_object *config);
 } RuntimeProvider;

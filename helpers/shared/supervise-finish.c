@@ -21,13 +21,17 @@ int job_delete_container(const RuntimeProvider *p, const JobPaths *paths) {
         int r;
 
         /* No state: nothing to delete, and no runtime to start for it. */
-        if (!p->has_state(&rj))
-                return 0;
-        r = p->delete_argv(&rj, &argv);
-        if (r < 0)
-                return r;
-        r = runtime_exec(argv, RUNTIME_DELETE_USEC);
-        return r == 0 ? 0 : r < 0 ? r : -EIO;
+        if (p->has_state(&rj)) {
+                r = p->delete_argv(&rj, &argv);
+                if (r < 0)
+                        return r;
+                r = runtime_exec(argv, RUNTIME_DELETE_USEC);
+                if (r != 0)
+                        return r < 0 ? r : -EIO;
+        }
+        if (p->forget)
+                p->forget(&rj);
+        return 0;
 }
 
 static void reap_init(Job *j) {
@@ -102,6 +106,9 @@ static int teardown_paths(const JobPaths *paths) {
         const char *base;
         int r;
 
+        r = job_net_teardown(paths->id, paths->rundir);
+        if (r < 0)
+                return r;
         r = stage_teardown(paths->run);
         if (r < 0)
                 return r;

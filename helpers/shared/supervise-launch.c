@@ -2,6 +2,7 @@
  * a child that systemd has already moved into pond-ID.scope, so the container's cgroup nests below the
  * scope, while this supervisor stays in the job's service: an OOM or fork bomb in the payload cannot
  * reach the process that must clean up and sign. */
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -53,6 +54,59 @@ static int start_input_hash(Job *j) {
         return 0;
 }
 
+/* What the job is told about its network: where the proxy is (allowlist), that the broker is reached
+ * directly, and where the image's CA bundle is, so pip, npm, git and curl work unchanged. */
+static int posture_environment(Job *j) {
+        char host[INET_ADDRSTRLEN];
+        const char *ca = "/etc/ssl/certs/ca-certificates.crt";
+        char *v[16] = {};
+        size_t n = 0;
+        int r = 0;
+
+        inet_ntop(AF_INET, &j->net.lease.host_addr, host, sizeof host);
+        if (j->resolved->net == NET_ALLOWLIST) {
+                static const char *const proxy_vars[] = { "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy" };
+                for (size_t i = 0; r >= 0 && i < ELEMENTSOF(proxy_vars); i++)
+                        r = asprintf(&v[n++], "%s=http://%s:%u", proxy_vars[i], host, NET_PROXY_PORT);
+        }
+        if (r >= 0)
+                r = asprintf(&v[n++], "NO_PROXY=%s", host);
+        if (r >= 0)
+                r = asprintf(&v[n++], "no_proxy=%s", host);
+        if (r >= 0)
+                r = asprintf(&v[n++], "POND_BROKER_ADDR=%s:%u", host, NET_BROKER_PORT);
+        static const char *const ca_vars[] = { "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
+                                               "GIT_SSL_CAINFO", "CURL_CA_BUNDLE" };
+        for (size_t i = 0; r >= 0 && i < ELEMENTSOF(ca_vars); i++)
+                r = asprintf(&v[n++], "%s=%s", ca_vars[i], ca);
+        j->posture_env = calloc(n + 1, sizeof(char *));
+        if (r < 0 || !j->posture_env) {
+                for (size_t i = 0; i < n; i++)
+                        free(v[i]);
+                return -ENOMEM;
+        }
+        memcpy(j->posture_env, v, n * sizeof(char *));
+        return 0;
+}
+
+/* Confined postures: the job's own namespace and the host-side rules, before anything runs. */
+static int prepare_network(Job *j) {
+        static const uint16_t broker_only[] = { NET_BROKER_PORT }, allowlist[] = { NET_BROKER_PORT, NET_PROXY_PORT };
+        _cleanup_free_ char *err = NULL;
+        int r;
+
+        if (j->resolved->net == NET_OPEN)
+                return 0;
+        r = job_net_setup(j->id, j->paths.rundir, j->resolved->net == NET_ALLOWLIST ? allowlist : broker_only,
+                          j->resolved->net == NET_ALLOWLIST ? 2 : 1, &j->net, &err);
+        if (r < 0) {
+                j->reason = strdup("cannot set up the job's network");
+                return log_error_errno(r, "Cannot set up the job's network: %s", err ?: strerror(-r));
+        }
+        j->net_up = true;
+        return posture_environment(j);
+}
+
 static int write_bundle(Job *j) {
         _cleanup_json_ json_object *config = NULL;
         _cleanup_close_ int dfd = -EBADF;
@@ -65,6 +119,8 @@ static int write_bundle(Job *j) {
                 .workspace = j->stage.workspace,
                 .workspace_readonly = j->stage.readonly,
                 .hostname = IMAGE_HOSTNAME,
+                .netns = j->net_up ? j->net.netns_path : NULL,
+                .posture_env = j->posture_env,
         };
         int r;
 
@@ -111,6 +167,9 @@ static int prepare(Job *j) {
                 j->reason = err ? TAKE_PTR(err) : strdup("cannot prepare the image");
                 return log_error_errno(r, "Cannot prepare image %s: %s", j->resolved->image, j->reason ?: "");
         }
+        r = prepare_network(j);
+        if (r < 0)
+                return r;
         r = write_bundle(j);
         if (r < 0)
                 return r;
@@ -207,7 +266,8 @@ static int launch_runtime(Job *j) {
         _cleanup_close_ int go = -EBADF;
         ScopeLimits limits = { j->resolved->memory_bytes, j->resolved->cpus_milli, j->resolved->pids_limit };
         RuntimeJob rj = { .state_root = j->paths.runtime_root, .bundle = j->paths.bundle,
-                          .container_id = j->paths.container, .host_network = j->resolved->net == NET_OPEN };
+                          .container_id = j->paths.container, .host_network = j->resolved->net == NET_OPEN,
+                          .netns = j->net_up ? j->net.netns_path : NULL };
         int r;
 
         if (asprintf(&pid_file, "%s/init.pid", j->paths.run) < 0 ||

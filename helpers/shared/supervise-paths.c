@@ -23,6 +23,7 @@ int job_paths_init(JobPaths *p, const char *id) {
             asprintf(&p->results, "%s/results", statedir()) < 0 ||
             asprintf(&p->images, "%s/images", statedir()) < 0 ||
             asprintf(&p->run, "%s/jobs/%s", rundir(), id) < 0 ||
+            !(p->rundir = strdup(rundir())) || !(p->id = strdup(id)) ||
             asprintf(&p->bundle, "%s/jobs/%s/bundle", rundir(), id) < 0 ||
             asprintf(&p->runtime_root, "%s/runtime", rundir()) < 0 ||
             asprintf(&p->scope, "pond-%s.scope", id) < 0 ||
@@ -39,6 +40,8 @@ void job_paths_done(JobPaths *p) {
         free(p->results);
         free(p->images);
         free(p->run);
+        free(p->rundir);
+        free(p->id);
         free(p->bundle);
         free(p->runtime_root);
         free(p->scope);

@@ -97,6 +97,7 @@ static int job_accept(Job *j) {
 static void job_done(Job *j) {
         stage_done(&j->stage);
         image_layout_done(&j->image);
+        strv_freep(&j->posture_env);
         if (j->log_open)
                 output_log_close(&j->log);
         for (int i = 0; i < 2; i++) {

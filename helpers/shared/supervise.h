@@ -11,6 +11,7 @@
 #include "audit.h"
 #include "hash.h"
 #include "image.h"
+#include "net.h"
 #include "output.h"
 #include "policy.h"
 #include "runtime.h"
@@ -26,9 +27,11 @@ enum {
 };
 
 typedef struct JobPaths {
+        char *id;          /* the validated job id everything below derives from */
         char *spool;       /* STATEDIR/jobs/ID: job.json as issued, log/ */
         char *results;     /* STATEDIR/results */
         char *images;      /* STATEDIR/images: directory images */
+        char *rundir;      /* RUNDIR */
         char *run;         /* RUNDIR/jobs/ID: staging, rootfs, bundle; removed afterwards */
         char *bundle;      /* run/bundle */
         char *runtime_root;/* RUNDIR/runtime: the runtimes' state, pond's own */
@@ -60,6 +63,9 @@ typedef struct Job {
         Stage stage;
         bool staged;
         ImageLayout image;
+        JobNet net;
+        bool net_up;
+        char **posture_env;
         InputHash input;
         OutputLog log;
         bool log_open;

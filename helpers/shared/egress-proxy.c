@@ -1,0 +1,249 @@
+/* egress-proxy.c: the loop of pond-egress: the listening socket, the connection cap, the resolver, the
+ * signals that stop it and the job's totals written at the end. Connections live in egress-conn.c. */
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+
+#include "egress-audit.h"
+#include "egress-proxy-internal.h"
+#include "fileio.h"
+#include "log.h"
+
+void egress_config_init(EgressConfig *c) {
+        *c = (EgressConfig) {
+                .listen_fd = -EBADF,
+                .ports = { 443 },
+                .n_ports = 1,
+                .max_conns = 256,
+                .idle_timeout_usec = 60 * 1000000ULL,
+                .total_timeout_usec = 3600 * 1000000ULL,
+                .max_bytes = 16ULL << 30,
+        };
+}
+
+void egress_config_done(EgressConfig *c) {
+        egress_allow_done(&c->allow);
+        egress_local_addrs_done(&c->local);
+}
+
+static int parse_u16(const char *s, size_t n, uint16_t *ret) {
+        unsigned v = 0;
+
+        if (n == 0 || n > 5 || s[0] == '0')
+                return -EINVAL;
+        for (size_t i = 0; i < n; i++) {
+                if (s[i] < '0' || s[i] > '9')
+                        return -EINVAL;
+                v = v * 10 + (unsigned) (s[i] - '0');
+        }
+        if (v > 65535)
+                return -EINVAL;
+        *ret = (uint16_t) v;
+        return 0;
+}
+
+int egress_parse_ports(const char *s, EgressConfig *c) {
+        uint16_t ports[EGRESS_PORTS_MAX];
+        size_t n = 0;
+
+        for (const char *p = s;;) {
+                size_t l = strcspn(p, ",");
+                if (n >= EGRESS_PORTS_MAX || parse_u16(p, l, &ports[n]) < 0)
+                        return -EINVAL;
+                n++;
+                if (!p[l])
+                        break;
+                p += l + 1;
+        }
+        memcpy(c->ports, ports, n * sizeof ports[0]);
+        c->n_ports = n;
+        return 0;
+}
+
+static int parse_listen(const char *s, struct sockaddr_storage *ret, socklen_t *ret_len) {
+        const char *colon = strrchr(s, ':');
+        char host[INET6_ADDRSTRLEN + 2];
+        struct sockaddr_in *s4 = (struct sockaddr_in *) ret;
+        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *) ret;
+        uint16_t port;
+        size_t hl;
+
+        if (!colon || parse_u16(colon + 1, strlen(colon + 1), &port) < 0)
+                return -EINVAL;
+        hl = (size_t) (colon - s);
+        if (hl >= sizeof host)
+                return -EINVAL;
+        memcpy(host, s, hl);
+        host[hl] = 0;
+        *ret = (struct sockaddr_storage) {};
+        if (inet_pton(AF_INET, host, &s4->sin_addr) == 1) {
+                s4->sin_family = AF_INET;
+                s4->sin_port = htons(port);
+                *ret_len = sizeof *s4;
+                return 0;
+        }
+        if (hl < 2 || host[0] != '[' || host[hl - 1] != ']')
+                return -EINVAL;
+        host[hl - 1] = 0;
+        if (inet_pton(AF_INET6, host + 1, &s6->sin6_addr) != 1)
+                return -EINVAL;
+        s6->sin6_family = AF_INET6;
+        s6->sin6_port = htons(port);
+        *ret_len = sizeof *s6;
+        return 0;
+}
+
+int egress_listen(const char *addr_port, int *ret_fd) {
+        _cleanup_close_ int fd = -EBADF;
+        struct sockaddr_storage sa;
+        socklen_t len;
+        int one = 1, r;
+
+        r = parse_listen(addr_port, &sa, &len);
+        if (r < 0)
+                return r;
+        fd = socket(sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
+            bind(fd, (struct sockaddr *) &sa, len) < 0 || listen(fd, SOMAXCONN) < 0)
+                return -errno;
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+int egress_stats_format(const char *job_id, const EgressStats *s, char **ret) {
+        _cleanup_json_ json_object *o = json_object_new_object();
+        const char *text;
+        char *copy;
+
+        if (!o)
+                return -ENOMEM;
+        if (json_object_object_add(o, "job_id", json_object_new_string(job_id ?: "")) < 0 ||
+            json_object_object_add(o, "connections", json_object_new_uint64(s->connections)) < 0 ||
+            json_object_object_add(o, "allowed", json_object_new_uint64(s->allowed)) < 0 ||
+            json_object_object_add(o, "denied", json_object_new_uint64(s->denied)) < 0 ||
+            json_object_object_add(o, "bytes_up", json_object_new_uint64(s->bytes_up)) < 0 ||
+            json_object_object_add(o, "bytes_down", json_object_new_uint64(s->bytes_down)) < 0)
+                return -ENOMEM;
+        text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
+        if (!text || asprintf(&copy, "%s\n", text) < 0)
+                return -ENOMEM;
+        *ret = copy;
+        return 0;
+}
+
+static int write_stats(const EgressConfig *c, const EgressStats *s) {
+        _cleanup_free_ char *text = NULL, *dir = NULL;
+        _cleanup_close_ int dfd = -EBADF;
+        const char *slash = strrchr(c->stats_file, '/');
+        int r;
+
+        r = egress_stats_format(c->job_id, s, &text);
+        if (r < 0)
+                return r;
+        dir = slash ? strndup(c->stats_file, (size_t) (slash - c->stats_file) + 1) : strdup(".");
+        if (!dir)
+                return -ENOMEM;
+        dfd = open(dir, O_DIRECTORY | O_CLOEXEC | O_RDONLY);
+        if (dfd < 0)
+                return -errno;
+        return write_file_atomic_at(dfd, slash ? slash + 1 : c->stats_file, text, strlen(text), 0644);
+}
+
+static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
+                "Connection: close\r\nContent-Length: 43\r\n\r\npond-egress: job connection limit reached\n";
+        EgressProxy *p = userdata;
+
+        /* A bounded batch per wake-up, so a flood of connects cannot starve open tunnels. */
+        for (int i = 0; i < 64; i++) {
+                int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                if (cfd < 0)
+                        break;
+                if (p->n_conns >= p->config->max_conns) {
+                        p->stats.connections++;
+                        p->stats.denied++;
+                        egress_audit(EGRESS_DECISION_DENIED, &(EgressAuditRecord) {
+                                .job_id = p->config->job_id, .reason = "job connection limit reached",
+                                .status = 503 });
+                        (void) !send(cfd, busy, sizeof busy - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+                        safe_close(cfd);
+                        continue;
+                }
+                (void) egress_conn_new(p, cfd);
+        }
+        return 0;
+}
+
+static int setup_resolver(EgressProxy *p) {
+        const EgressConfig *c = p->config;
+        _cleanup_free_ char *error = NULL;
+        int r;
+
+        if (!!c->hosts_file == !!c->dns_server)
+                return log_debug_errno(EINVAL, "exactly one of hosts_file and dns_server must be set"), -EINVAL;
+        if (c->dns_server)
+                return egress_resolver_new_dns(p->event, c->dns_server, &p->resolver);
+        r = egress_resolver_new_hosts(p->event, c->hosts_file, &p->resolver, &error);
+        if (r < 0 && error)
+                log_error("%s", error);
+        return r;
+}
+
+static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        return sd_event_exit(sd_event_source_get_event(s), 0);
+}
+
+static int run_loop(EgressProxy *p) {
+        const EgressConfig *c = p->config;
+        sigset_t mask;
+        int r;
+
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+                return -errno;
+        signal(SIGPIPE, SIG_IGN);
+        r = sd_event_add_signal(p->event, NULL, SIGTERM, on_signal, NULL);
+        if (r >= 0)
+                r = sd_event_add_signal(p->event, NULL, SIGINT, on_signal, NULL);
+        if (r >= 0)
+                r = sd_event_add_io(p->event, &p->listen_source, c->listen_fd, EPOLLIN, on_accept, p);
+        if (r >= 0)
+                r = setup_resolver(p);
+        if (r >= 0)
+                r = sd_event_loop(p->event);
+        return r;
+}
+
+int egress_proxy_run(const EgressConfig *c) {
+        EgressProxy p = { .config = c };
+        char summary[256];
+        int r, k;
+
+        r = sd_event_new(&p.event);
+        if (r < 0)
+                return r;
+        r = run_loop(&p);
+        egress_conn_close_all(&p);
+        snprintf(summary, sizeof summary, "%" PRIu64 " connections, %" PRIu64 " allowed, %" PRIu64 " denied, %"
+                 PRIu64 " bytes up, %" PRIu64 " bytes down", p.stats.connections, p.stats.allowed,
+                 p.stats.denied, p.stats.bytes_up, p.stats.bytes_down);
+        egress_audit(EGRESS_DECISION_STATS, &(EgressAuditRecord) {
+                .job_id = c->job_id, .reason = summary, .has_bytes = true,
+                .bytes_up = p.stats.bytes_up, .bytes_down = p.stats.bytes_down });
+        if (c->stats_file) {
+                k = write_stats(c, &p.stats);
+                if (k < 0 && r >= 0)
+                        r = k;
+        }
+        egress_resolver_free(p.resolver);
+        sd_event_source_disable_unref(p.listen_source);
+        sd_event_unref(p.event);
+        return r;
+}

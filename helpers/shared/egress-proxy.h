@@ -1,0 +1,45 @@
+/* egress-proxy.h: pond-egress, the per-job HTTPS CONNECT proxy: configuration and the loop. */
+#pragma once
+
+#include <stdint.h>
+
+#include "egress-addr.h"
+#include "egress-allow.h"
+
+#define EGRESS_PORTS_MAX 32
+
+typedef struct EgressConfig {
+        const char *job_id;
+        int listen_fd;                  /* a listening TCP socket; the proxy does not close it */
+        EgressAllow allow;
+        const char *hosts_file;         /* exactly one of hosts_file and dns_server */
+        const char *dns_server;
+        uint16_t ports[EGRESS_PORTS_MAX];
+        size_t n_ports;
+        bool allow_ip_literals;
+        unsigned max_conns;
+        uint64_t idle_timeout_usec;
+        uint64_t total_timeout_usec;
+        uint64_t max_bytes;             /* both directions, all connections of the job */
+        const char *stats_file;         /* NULL: none */
+        EgressLocalAddrs local;         /* the host's own addresses, refused as upstreams */
+} EgressConfig;
+
+typedef struct EgressStats {
+        uint64_t connections, allowed, denied, bytes_up, bytes_down;
+} EgressStats;
+
+/* Defaults: port 443, 256 connections, 60 s idle, 1 h total, 16 GiB. */
+void egress_config_init(EgressConfig *c);
+void egress_config_done(EgressConfig *c);
+
+/* "ADDR:PORT" / "[V6]:PORT", numeric only: a bound, listening, non-blocking, O_CLOEXEC socket. */
+int egress_listen(const char *addr_port, int *ret_fd);
+/* "443,4443": at most EGRESS_PORTS_MAX ports 1..65535. */
+int egress_parse_ports(const char *s, EgressConfig *c);
+
+/* Runs until SIGTERM or SIGINT; then writes the stats file (if configured). 0 or -errno. */
+int egress_proxy_run(const EgressConfig *c);
+
+/* The stats as JSON text (malloc'd). */
+int egress_stats_format(const char *job_id, const EgressStats *s, char **ret);

@@ -1,0 +1,40 @@
+/* egress-resolve.h: name -> socket addresses for pond-egress, from a hosts file or one DNS server
+ * (never the system resolver configuration: the proxy's unit has no network configuration of its own). */
+#pragma once
+
+#include <stdint.h>
+#include <sys/socket.h>
+#include <systemd/sd-event.h>
+
+#include "macro.h"
+
+#define EGRESS_RESOLVE_MAX_ADDRS 64
+
+typedef struct EgressSockaddr {
+        struct sockaddr_storage sa;
+        socklen_t len;
+} EgressSockaddr;
+
+typedef struct EgressResolver EgressResolver;
+typedef struct EgressQuery EgressQuery;
+
+/* r: 0 and n >= 1 addresses (port set), or -ENOENT (no such name or no address), -ETIMEDOUT, -E2BIG (more
+ * than EGRESS_RESOLVE_MAX_ADDRS), -EIO. Called once, from the event loop, never from inside resolve(); the
+ * query is freed after the call returns. */
+typedef void (*EgressResolveCallback)(int r, const EgressSockaddr *addrs, size_t n, void *userdata);
+
+/* A hosts(5) file, read once: "ADDRESS NAME..." lines, '#' comments; names that are not LDH names are
+ * ignored (they could never match the allowlist). */
+int egress_resolver_new_hosts(sd_event *e, const char *path, EgressResolver **ret, char **ret_error);
+/* server: "ADDR", "ADDR:PORT", "[V6]:PORT" (c-ares csv syntax, one server). */
+int egress_resolver_new_dns(sd_event *e, const char *server, EgressResolver **ret);
+EgressResolver *egress_resolver_free(EgressResolver *r);
+static inline void egress_resolver_freep(EgressResolver **r) {
+        egress_resolver_free(*r);
+}
+
+/* name must be normalized (egress_name_normalize). */
+int egress_resolver_resolve(EgressResolver *r, const char *name, uint16_t port, EgressResolveCallback cb,
+                            void *userdata, EgressQuery **ret_query);
+/* The callback will not be called. */
+void egress_query_cancel(EgressQuery *q);

@@ -1,0 +1,90 @@
+/* job-net.c: a confined job's network, set up before the payload and torn down on every path. Names come
+ * from a hash of the job id (interface names are 15 bytes at most), so cleanup finds everything again
+ * from the id alone. */
+#include <sodium.h>
+#include <string.h>
+
+#include "config.h"
+#include "errmsg.h"
+#include "hash.h"
+#include "log.h"
+#include "net.h"
+
+static const char *pool(void) {
+        return getenv("POND_NET_POOL") ?: POND_NET_POOL;
+}
+
+static char *lease_dir(const char *rundir) {
+        char *p = NULL;
+        return asprintf(&p, "%s/net", rundir) < 0 ? NULL : p;
+}
+
+void job_net_names(const char *job_id, JobNet *ret) {
+        uint8_t h[SHA256_SIZE];
+        char hex[SHA256_HEX_SIZE];
+
+        crypto_hash_sha256(h, (const uint8_t *) job_id, strlen(job_id));
+        hex_encode(h, 6, hex);
+        *ret = (JobNet) {};
+        snprintf(ret->netns_path, sizeof ret->netns_path, NET_NETNS_DIR "/pond-%.12s", hex);
+        snprintf(ret->host_ifname, sizeof ret->host_ifname, "pv%.12s", hex);
+        snprintf(ret->table, sizeof ret->table, "pond_%.12s", hex);
+}
+
+static const char *nft_template(void) {
+        return getenv("POND_NFT_TEMPLATE") ?: POND_NFTDIR "/job.nft";
+}
+
+int job_net_setup(const char *job_id, const char *rundir, const uint16_t *ports, size_t n_ports, JobNet *ret,
+                  char **ret_error) {
+        _cleanup_free_ char *leases = lease_dir(rundir);
+        JobNet n;
+        int r;
+
+        if (!leases)
+                return -ENOMEM;
+        job_net_names(job_id, &n);
+        r = net_lease_acquire(leases, pool(), job_id, &n.lease);
+        if (r < 0)
+                return error_set(ret_error, r, "cannot lease addresses from %s: %s", pool(), strerror(-r));
+        r = netns_create(n.netns_path);
+        if (r < 0) {
+                error_set(ret_error, r, "cannot create the network namespace: %s", strerror(-r));
+                goto fail;
+        }
+        r = veth_setup(n.netns_path, n.host_ifname, &n.lease);
+        if (r < 0) {
+                error_set(ret_error, r, "cannot create the veth pair: %s", strerror(-r));
+                goto fail;
+        }
+        /* The rules go in before anything runs; without them the job does not run at all. */
+        r = nft_job_load(nft_template(), &n, ports, n_ports, ret_error);
+        if (r < 0)
+                goto fail;
+        *ret = n;
+        return 0;
+fail:
+        (void) job_net_teardown(job_id, rundir);
+        return r;
+}
+
+int job_net_teardown(const char *job_id, const char *rundir) {
+        _cleanup_free_ char *leases = lease_dir(rundir);
+        JobNet n;
+        int r = 0, k;
+
+        if (!leases)
+                return -ENOMEM;
+        job_net_names(job_id, &n);
+        if ((k = nft_job_remove(n.table)) < 0)
+                r = k;
+        /* Deleting the host end takes the peer with it; the namespace then holds nothing. */
+        if ((k = veth_remove(n.host_ifname)) < 0)
+                r = k;
+        if ((k = netns_remove(n.netns_path)) < 0)
+                r = k;
+        /* The addresses go back to the pool only once nothing uses them. */
+        if (r >= 0 && (k = net_lease_release(leases, job_id)) < 0)
+                r = k;
+        return r;
+}

@@ -1,0 +1,54 @@
+/* net.h: a confined job's network: its own namespace joined to the host by a veth pair with a /30 leased
+ * from a private pool, and an nftables table in the host namespace that lets the job reach nothing but
+ * the host-side ports of its posture (the egress proxy, the credential broker). */
+#pragma once
+
+#include <net/if.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define NET_PROXY_PORT 3128
+#define NET_BROKER_PORT 8080
+#define NET_NETNS_DIR "/run/netns"
+
+typedef struct NetLease {
+        unsigned index;            /* the /30 block within the pool */
+        struct in_addr host_addr;  /* block + 1: the host-side veth, where proxy and broker listen */
+        struct in_addr job_addr;   /* block + 2: the job's eth0 */
+} NetLease;
+
+typedef struct JobNet {
+        NetLease lease;
+        char netns_path[64];       /* /run/netns/pond-<hash> */
+        char host_ifname[IFNAMSIZ];
+        char table[32];            /* nft table inet <table> */
+} JobNet;
+
+/* net-lease.c: a /30 out of pool ("10.203.0.0/16"), exclusive across jobs (O_EXCL lease files below
+ * lease_dir), found again by job id for the release. */
+int net_lease_acquire(const char *lease_dir, const char *pool, const char *job_id, NetLease *ret);
+int net_lease_release(const char *lease_dir, const char *job_id);
+
+/* netns.c: a named network namespace (like `ip netns add`): an empty namespace bound at path. */
+int netns_create(const char *path);
+int netns_remove(const char *path);
+
+/* veth.c (libnl-route): the pair host_ifname <-> eth0 inside the namespace at netns_path, addressed from
+ * the lease, both ends up, IPv6 off on both; lo up inside. */
+int veth_setup(const char *netns_path, const char *host_ifname, const NetLease *lease);
+int veth_remove(const char *host_ifname);
+
+/* nft.c (libnftables): renders the template with the job's names, addresses and ports and loads it as one
+ * transaction; deletes the table. */
+int nft_job_load(const char *template_path, const JobNet *net, const uint16_t *ports, size_t n_ports,
+                 char **ret_error);
+int nft_job_remove(const char *table);
+
+/* job-net.c: names derived from the job id (stable, so cleanup finds everything again). */
+void job_net_names(const char *job_id, JobNet *ret);
+/* Everything, in order; on failure what was made is removed again. */
+int job_net_setup(const char *job_id, const char *rundir, const uint16_t *ports, size_t n_ports, JobNet *ret,
+                  char **ret_error);
+/* Idempotent: table, namespace (and with it the veth), lease. */
+int job_net_teardown(const char *job_id, const char *rundir);

@@ -1,0 +1,174 @@
+/* veth.c: the job's veth pair over rtnetlink, through libnl-route (no hand-written netlink). The host
+ * end stays in the host namespace (where nftables filters it and where a gVisor sandbox cannot touch
+ * it); the peer becomes eth0 inside the job's namespace. */
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netlink/netlink.h>
+#include <netlink/route/addr.h>
+#include <netlink/route/link.h>
+#include <netlink/route/link/veth.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "fileio.h"
+#include "log.h"
+#include "net.h"
+
+static void nl_socket_freep(struct nl_sock **s) {
+        if (*s)
+                nl_socket_free(*s);
+}
+static void rtnl_link_putp(struct rtnl_link **l) {
+        if (*l)
+                rtnl_link_put(*l);
+}
+
+static int nl_errno(int nlerr) {
+        return nlerr == -NLE_EXIST ? -EEXIST : nlerr == -NLE_OBJ_NOTFOUND || nlerr == -NLE_NODEV ? -ENODEV
+               : nlerr == -NLE_PERM ? -EPERM : -EIO;
+}
+
+static int route_socket(struct nl_sock **ret) {
+        struct nl_sock *s = nl_socket_alloc();
+        if (!s)
+                return -ENOMEM;
+        if (nl_connect(s, NETLINK_ROUTE) < 0) {
+                nl_socket_free(s);
+                return -EIO;
+        }
+        *ret = s;
+        return 0;
+}
+
+static int link_up(struct nl_sock *s, const char *name) {
+        _cleanup_(rtnl_link_putp) struct rtnl_link *link = NULL, *change = NULL;
+        int r;
+
+        r = rtnl_link_get_kernel(s, 0, name, &link);
+        if (r < 0)
+                return nl_errno(r);
+        change = rtnl_link_alloc();
+        if (!change)
+                return -ENOMEM;
+        rtnl_link_set_flags(change, IFF_UP);
+        r = rtnl_link_change(s, link, change, 0);
+        return r < 0 ? nl_errno(r) : 0;
+}
+
+static int addr_add(struct nl_sock *s, const char *ifname, struct in_addr a) {
+        _cleanup_(rtnl_link_putp) struct rtnl_link *link = NULL;
+        struct rtnl_addr *addr = NULL;
+        struct nl_addr *local = NULL;
+        int r;
+
+        r = rtnl_link_get_kernel(s, 0, ifname, &link);
+        if (r < 0)
+                return nl_errno(r);
+        addr = rtnl_addr_alloc();
+        local = nl_addr_build(AF_INET, &a, sizeof a);
+        if (!addr || !local) {
+                r = -ENOMEM;
+                goto out;
+        }
+        nl_addr_set_prefixlen(local, 30);
+        rtnl_addr_set_ifindex(addr, rtnl_link_get_ifindex(link));
+        r = rtnl_addr_set_local(addr, local);
+        if (r >= 0)
+                r = rtnl_addr_add(s, addr, 0);
+        r = r < 0 ? nl_errno(r) : 0;
+out:
+        nl_addr_put(local);
+        rtnl_addr_put(addr);
+        return r;
+}
+
+/* No IPv6 path around the IPv4 rules: no addresses, no autoconfiguration, on either end. */
+static void ipv6_off(const char *ifname) {
+        _cleanup_free_ char *p = NULL;
+        _cleanup_close_ int fd = -EBADF;
+
+        if (asprintf(&p, "/proc/sys/net/ipv6/conf/%s/disable_ipv6", ifname) < 0)
+                return;
+        fd = open(p, O_WRONLY | O_CLOEXEC);
+        if (fd >= 0)
+                (void) write_all(fd, "1", 1);
+}
+
+/* Inside the job's namespace (a forked child that setns()es): eth0's address, eth0 and lo up. */
+static int configure_inside(const char *netns_path, const NetLease *lease) {
+        int status;
+        pid_t pid = fork();
+
+        if (pid < 0)
+                return -errno;
+        if (pid == 0) {
+                _cleanup_(nl_socket_freep) struct nl_sock *s = NULL;
+                int fd = open(netns_path, O_RDONLY | O_CLOEXEC);
+                if (fd < 0 || setns(fd, CLONE_NEWNET) < 0 || route_socket(&s) < 0)
+                        _exit(1);
+                ipv6_off("eth0");
+                ipv6_off("default");
+                if (addr_add(s, "eth0", lease->job_addr) < 0 || link_up(s, "eth0") < 0 || link_up(s, "lo") < 0)
+                        _exit(2);
+                _exit(0);
+        }
+        if (waitpid(pid, &status, 0) < 0)
+                return -errno;
+        return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
+}
+
+int veth_setup(const char *netns_path, const char *host_ifname, const NetLease *lease) {
+        _cleanup_(nl_socket_freep) struct nl_sock *s = NULL;
+        _cleanup_(rtnl_link_putp) struct rtnl_link *veth = NULL;
+        _cleanup_close_ int nsfd = -EBADF;
+        struct rtnl_link *peer;
+        int r;
+
+        nsfd = open(netns_path, O_RDONLY | O_CLOEXEC);
+        if (nsfd < 0)
+                return -errno;
+        r = route_socket(&s);
+        if (r < 0)
+                return r;
+        veth = rtnl_link_veth_alloc();
+        if (!veth)
+                return -ENOMEM;
+        rtnl_link_set_name(veth, host_ifname);
+        peer = rtnl_link_veth_get_peer(veth);
+        rtnl_link_set_name(peer, "eth0");
+        rtnl_link_set_ns_fd(peer, nsfd);
+        r = rtnl_link_add(s, veth, NLM_F_CREATE | NLM_F_EXCL);
+        rtnl_link_put(peer);
+        if (r < 0)
+                return log_debug_errno(nl_errno(r), "Cannot create veth %s: %s", host_ifname, nl_geterror(r));
+        ipv6_off(host_ifname);
+        r = addr_add(s, host_ifname, lease->host_addr);
+        if (r >= 0)
+                r = link_up(s, host_ifname);
+        if (r >= 0)
+                r = configure_inside(netns_path, lease);
+        if (r < 0) {
+                (void) veth_remove(host_ifname);
+                return log_debug_errno(r, "Cannot configure veth %s: %m", host_ifname);
+        }
+        return 0;
+}
+
+int veth_remove(const char *host_ifname) {
+        _cleanup_(nl_socket_freep) struct nl_sock *s = NULL;
+        _cleanup_(rtnl_link_putp) struct rtnl_link *link = NULL;
+        int r;
+
+        r = route_socket(&s);
+        if (r < 0)
+                return r;
+        link = rtnl_link_alloc();
+        if (!link)
+                return -ENOMEM;
+        rtnl_link_set_name(link, host_ifname);
+        r = rtnl_link_delete(s, link);
+        if (r < 0 && nl_errno(r) != -ENODEV)
+                return nl_errno(r);
+        return 0;
+}

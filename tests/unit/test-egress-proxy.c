@@ -1,0 +1,324 @@
+/* test-egress-proxy.c: pond-egress end to end, in-process, in a private network namespace: the proxy on
+ * 127.0.0.1, an upstream TLS server (openssl s_server) in a second namespace at 198.51.100.2 over veth
+ * (a public-looking TEST-NET-2 address that is not the proxy host's own), a hosts file with good and
+ * hostile names. Needs root (namespaces), ip, openssl and curl; otherwise SKIP with the reason. */
+#include <arpa/inet.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include "egress-proxy.h"
+#include "fileio.h"
+#include "tests.h"
+
+TEST_MAIN();
+
+#define PROXY "127.0.0.1:18443"
+#define UPSTREAM "198.51.100.2"
+
+static const char *skip_;
+static char dir_[] = "/tmp/test-egress-proxy.XXXXXX";
+static pid_t server_ = -1, proxy_ = -1;
+
+static const unsigned char hello[] = {
+#include "test-egress-hello.inc"
+};
+
+static int sh(const char *fmt, ...) _printf_(1, 2);
+static int sh(const char *fmt, ...) {
+        char cmd[2048];
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+        vsnprintf(cmd, sizeof cmd, fmt, ap);
+#pragma GCC diagnostic pop
+        va_end(ap);
+        r = system(cmd);
+        return WIFEXITED(r) ? WEXITSTATUS(r) : 128;
+}
+
+static int tcp_connect(const char *ip, int port) {
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct timeval tv = { .tv_sec = 10 };
+
+        inet_pton(AF_INET, ip, &sa.sin_addr);
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        if (connect(fd, (struct sockaddr *) &sa, sizeof sa) < 0) {
+                close(fd);
+                return -1;
+        }
+        return fd;
+}
+
+static bool wait_listening(const char *ip, int port) {
+        for (int i = 0; i < 100; i++) {
+                int fd = tcp_connect(ip, port);
+                if (fd >= 0) {
+                        close(fd);
+                        return true;
+                }
+                usleep(100 * 1000);
+        }
+        return false;
+}
+
+/* The server's own namespace: it waits for its end of the veth, configures it, becomes s_server. */
+static pid_t start_server(void) {
+        int go[2];
+        pid_t pid;
+        char c;
+
+        if (pipe(go) < 0)
+                return -1;
+        pid = fork();
+        if (pid == 0) {
+                close(go[1]);
+                if (unshare(CLONE_NEWNET) < 0 || read(go[0], &c, 1) != 1)
+                        _exit(1);
+                if (sh("ip link set lo up && ip addr add " UPSTREAM "/24 dev vb && ip link set vb up") != 0)
+                        _exit(1);
+                if (chdir(dir_) < 0)
+                        _exit(1);
+                execlp("openssl", "openssl", "s_server", "-quiet", "-www", "-accept", "4443", "-cert", "cert.pem",
+                       "-key", "key.pem", NULL);
+                _exit(127);
+        }
+        close(go[0]);
+        usleep(200 * 1000); /* let the child unshare before its namespace is named by pid */
+        if (pid < 0 || sh("ip link add va type veth peer name vb && ip link set vb netns %d", (int) pid) != 0 ||
+            write(go[1], "x", 1) != 1) {
+                close(go[1]);
+                return -1;
+        }
+        close(go[1]);
+        return pid;
+}
+
+static void write_text(const char *name, const char *text) {
+        char path[256];
+        FILE *f;
+
+        snprintf(path, sizeof path, "%s/%s", dir_, name);
+        f = fopen(path, "we");
+        if (f) {
+                fputs(text, f);
+                fclose(f);
+        }
+}
+
+static pid_t start_proxy(const char *dns_server, const char *listen) {
+        pid_t pid = fork();
+
+        if (pid == 0) {
+                static char allow[256], hosts[256], stats[256];
+                EgressConfig c;
+                int r;
+
+                egress_config_init(&c);
+                c.job_id = "egress-test";
+                snprintf(allow, sizeof allow, "%s/allow.json", dir_);
+                snprintf(hosts, sizeof hosts, "%s/hosts", dir_);
+                snprintf(stats, sizeof stats, "%s/stats", dir_);
+                r = egress_allow_load_file(&c.allow, allow, NULL);
+                c.hosts_file = dns_server ? NULL : hosts;
+                c.dns_server = dns_server;
+                c.stats_file = dns_server ? NULL : stats;
+                if (r < 0 || egress_parse_ports("443,4443", &c) < 0 || egress_local_addrs_load(&c.local) < 0 ||
+                    egress_listen(listen, &c.listen_fd) < 0)
+                        _exit(2);
+                c.idle_timeout_usec = 5 * 1000000ULL;
+                _exit(egress_proxy_run(&c) < 0 ? 3 : 0);
+        }
+        return pid;
+}
+
+static const char *setup_once(void) {
+        static bool done;
+
+        if (done)
+                return skip_;
+        done = true;
+        if (geteuid() != 0)
+                return skip_ = "needs root for network namespaces";
+        if (sh("(command -v ip && command -v openssl && command -v curl) >/dev/null") != 0)
+                return skip_ = "needs ip, openssl and curl";
+        if (unshare(CLONE_NEWNET) < 0)
+                return skip_ = "cannot unshare a network namespace here";
+        if (!mkdtemp(dir_) || sh("ip link set lo up") != 0)
+                return skip_ = "namespace setup failed";
+        if (sh("cd %s && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 "
+               "-subj /CN=allowed.test -addext subjectAltName=DNS:allowed.test,DNS:other.test,"
+               "DNS:allowed.example -keyout key.pem -out cert.pem 2>/dev/null", dir_) != 0)
+                return skip_ = "openssl req failed";
+        write_text("hosts", "# test names\n" UPSTREAM " allowed.test other.test allowed.example unlisted.test\n"
+                   "127.0.0.1 loop.test mixed.test\n" UPSTREAM " mixed.test\n10.1.2.3 private.test\n"
+                   "169.254.169.254 meta.test\n::1 loop6.test\n::ffff:127.0.0.1 mapped.test\n");
+        write_text("allow.json", "{\"allow_hosts\": [\"allowed.test\", \"other.test\", \"allowed.example\", "
+                   "\"loop.test\", \"mixed.test\", \"private.test\", \"meta.test\", \"loop6.test\", "
+                   "\"mapped.test\", \"nowhere.test\"]}");
+        server_ = start_server();
+        if (server_ < 0 || sh("ip addr add 198.51.100.1/24 dev va && ip link set va up") != 0)
+                return skip_ = "veth setup failed";
+        if (!wait_listening(UPSTREAM, 4443))
+                return skip_ = "upstream openssl s_server did not come up";
+        proxy_ = start_proxy(NULL, PROXY);
+        if (proxy_ < 0 || !wait_listening("127.0.0.1", 18443))
+                return skip_ = "proxy did not come up";
+        return NULL;
+}
+
+#define SETUP()                                 \
+        do {                                    \
+                const char *_s = setup_once();  \
+                if (_s)                         \
+                        TEST_SKIP(_s);          \
+        } while (0)
+
+/* Sends head (and then extra, if any) to the proxy; the reply's first bytes into buf. */
+static ssize_t exchange(const char *head, const void *extra, size_t extra_len, char *buf, size_t size) {
+        int fd = tcp_connect("127.0.0.1", 18443);
+        ssize_t n, total = 0;
+
+        if (fd < 0)
+                return -1;
+        if (write(fd, head, strlen(head)) < 0)
+                return close(fd), -1;
+        if (extra) {
+                /* The 200 first, then the tunnel's bytes. */
+                n = read(fd, buf, size - 1);
+                if (n <= 0 || write(fd, extra, extra_len) < 0)
+                        return close(fd), -1;
+        }
+        while ((size_t) total < size - 1 && (n = read(fd, buf + total, size - 1 - (size_t) total)) > 0)
+                if (extra || (total += n, false))
+                        return close(fd), n; /* tunnel: something came back through it */
+        buf[total] = 0;
+        close(fd);
+        return total;
+}
+
+#define REFUSED(status, why, head)                                                              \
+        do {                                                                                    \
+                char _b[2048];                                                                  \
+                ASSERT_TRUE(exchange(head, NULL, 0, _b, sizeof _b) > 0);                        \
+                ASSERT_CONTAINS("HTTP/1.1 " status, _b);                                        \
+                ASSERT_CONTAINS(why, _b);                                                       \
+        } while (0)
+
+TEST(allowed_name_through_curl) {
+        SETUP();
+        ASSERT_EQ(0, sh("curl -sS --max-time 20 -x http://" PROXY " --cacert %s/cert.pem https://allowed.test:4443/ "
+                        "| grep -q s_server", dir_));
+}
+
+TEST(refused_addresses) {
+        SETUP();
+        REFUSED("403", "is loopback", "CONNECT loop.test:4443 HTTP/1.1\r\n\r\n");
+        REFUSED("403", "is private", "CONNECT private.test:4443 HTTP/1.1\r\n\r\n");
+        REFUSED("403", "is metadata", "CONNECT meta.test:443 HTTP/1.1\r\n\r\n");
+        REFUSED("403", "is loopback", "CONNECT loop6.test:443 HTTP/1.1\r\n\r\n");
+        REFUSED("403", "is loopback", "CONNECT mapped.test:443 HTTP/1.1\r\n\r\n");
+        /* One public and one loopback address: refused, not "the good one". */
+        REFUSED("403", "is loopback", "CONNECT mixed.test:4443 HTTP/1.1\r\n\r\n");
+}
+
+TEST(refused_requests) {
+        SETUP();
+        REFUSED("403", "not on the allowlist", "CONNECT unlisted.test:4443 HTTP/1.1\r\n\r\n");
+        REFUSED("403", "IP literals", "CONNECT " UPSTREAM ":4443 HTTP/1.1\r\n\r\n");
+        REFUSED("403", "IP literals", "CONNECT [::ffff:127.0.0.1]:443 HTTP/1.1\r\n\r\n");
+        REFUSED("403", "port not allowed", "CONNECT allowed.test:22 HTTP/1.1\r\n\r\n");
+        REFUSED("405", "only CONNECT", "GET http://allowed.test/ HTTP/1.1\r\nHost: allowed.test\r\n\r\n");
+        REFUSED("400", "not an HTTP request", "\x16\x03\x01\x00\x10");
+        REFUSED("400", "not a valid host name", "CONNECT 127.1:443 HTTP/1.1\r\n\r\n");
+        REFUSED("502", "no address", "CONNECT nowhere.test:443 HTTP/1.1\r\n\r\n");
+}
+
+TEST(sni_must_match) {
+        char buf[4096];
+
+        SETUP();
+        /* The captured ClientHello names Allowed.Example.: through a tunnel to allowed.example it passes
+         * (the server answers with a handshake record), through a tunnel to allowed.test it is cut. */
+        ASSERT_TRUE(exchange("CONNECT allowed.example:4443 HTTP/1.1\r\n\r\n", hello, sizeof hello, buf, sizeof buf) > 0);
+        ASSERT_EQ(0x16, (unsigned char) buf[0]);
+        ASSERT_EQ(0, exchange("CONNECT allowed.test:4443 HTTP/1.1\r\n\r\n", hello, sizeof hello, buf, sizeof buf));
+}
+
+TEST(plain_http_through_tunnel_is_cut) {
+        char buf[4096];
+
+        SETUP();
+        ASSERT_EQ(0, exchange("CONNECT allowed.test:4443 HTTP/1.1\r\n\r\n", "GET / HTTP/1.1\r\n\r\n", 18, buf,
+                              sizeof buf));
+        ASSERT_TRUE(sh("curl -sS --max-time 10 -p -x http://" PROXY " http://allowed.test:4443/ >/dev/null 2>&1") != 0);
+}
+
+TEST(stats_at_sigterm) {
+        _cleanup_free_ char *text = NULL;
+        char path[256];
+        int status;
+
+        SETUP();
+        ASSERT_EQ(0, kill(proxy_, SIGTERM));
+        ASSERT_EQ(proxy_, waitpid(proxy_, &status, 0));
+        proxy_ = -1;
+        ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        snprintf(path, sizeof path, "%s/stats", dir_);
+        ASSERT_OK(read_full_file(path, 65536, &text, NULL));
+        ASSERT_CONTAINS("\"allowed\":2", text);
+        ASSERT_CONTAINS("\"job_id\":\"egress-test\"", text);
+}
+
+/* With a DNS server (c-ares): an unlisted name causes no query at all, an allowlisted one exactly the
+ * query for its name, sent to the configured server only. */
+TEST(dns_server_and_no_lookup_before_allowlist) {
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(5300) };
+        struct timeval tv = { .tv_sec = 5 };
+        char buf[512];
+        int dns, fd;
+        pid_t pid;
+        ssize_t n;
+
+        SETUP();
+        dns = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+        ASSERT_EQ(0, bind(dns, (struct sockaddr *) &sa, sizeof sa));
+        setsockopt(dns, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        pid = start_proxy("127.0.0.1:5300", "127.0.0.1:18444");
+        ASSERT_TRUE(pid > 0 && wait_listening("127.0.0.1", 18444));
+
+        fd = tcp_connect("127.0.0.1", 18444);
+        ASSERT_TRUE(write(fd, "CONNECT unlisted.test:443 HTTP/1.1\r\n\r\n", 39) == 39);
+        n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        ASSERT_TRUE(n > 0);
+        buf[n] = 0;
+        ASSERT_CONTAINS("403", buf);
+        ASSERT_EQ(-1, recv(dns, buf, sizeof buf, MSG_DONTWAIT));
+
+        fd = tcp_connect("127.0.0.1", 18444);
+        ASSERT_TRUE(write(fd, "CONNECT allowed.test:443 HTTP/1.1\r\n\r\n", 38) == 38);
+        n = recv(dns, buf, sizeof buf, 0);
+        close(fd);
+        ASSERT_TRUE(n > 12 && memmem(buf, (size_t) n, "\x07" "allowed" "\x04" "test", 14));
+        kill(pid, SIGTERM);
+        waitpid(pid, NULL, 0);
+        close(dns);
+}
+
+TEST(teardown) {
+        if (proxy_ > 0)
+                kill(proxy_, SIGKILL), waitpid(proxy_, NULL, 0);
+        if (server_ > 0)
+                kill(server_, SIGKILL), waitpid(server_, NULL, 0);
+        if (strchr(dir_, 'X') == NULL)
+                sh("rm -rf %s", dir_);
+}
