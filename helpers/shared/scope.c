@@ -93,9 +93,9 @@ static int append_properties(sd_bus_message *m, pid_t pid, const ScopeLimits *l,
         return r;
 }
 
-int scope_start(sd_bus *bus, const char *unit, pid_t pid, const ScopeLimits *limits, const char *bound_to,
-                const char *description) {
-        _cleanup_(bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
+/* Sends m (a Manager method returning a job path) and waits until systemd reports that job done. */
+static int call_and_wait_job(sd_bus *bus, sd_bus_message *m, const char *unit) {
+        _cleanup_(bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(bus_slot_unrefp) sd_bus_slot *slot = NULL;
         sd_bus_error error = SD_BUS_ERROR_NULL;
         JobWait w = {};
@@ -106,12 +106,37 @@ int scope_start(sd_bus *bus, const char *unit, pid_t pid, const ScopeLimits *lim
                                 "org.freedesktop.systemd1.Manager", "JobRemoved", on_job_removed, &w);
         if (r < 0)
                 return log_debug_errno(r, "Cannot watch systemd jobs: %m");
-        /* systemd sends JobRemoved only to subscribed clients. */
+        /* systemd sends JobRemoved only to subscribed clients (a second Subscribe on the same connection
+         * is refused as such, and is fine). */
         r = sd_bus_call_method(bus, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
                                "org.freedesktop.systemd1.Manager", "Subscribe", &error, NULL, NULL);
+        if (r < 0 && sd_bus_error_has_name(&error, "org.freedesktop.systemd1.AlreadySubscribed"))
+                r = 0;
         sd_bus_error_free(&error);
         if (r < 0)
                 return log_debug_errno(r, "Cannot subscribe to systemd's signals: %m");
+        r = sd_bus_call(bus, m, 0, &error, &reply);
+        if (r < 0) {
+                log_debug_errno(r, "Starting %s failed: %s", unit, error.message ?: "?");
+                sd_bus_error_free(&error);
+                return r;
+        }
+        r = sd_bus_message_read(reply, "o", &job);
+        if (r < 0)
+                return r;
+        w.job_path = job;
+        r = wait_for_job(bus, &w);
+        if (r < 0)
+                log_debug_errno(r, "%s did not start (%s): %m", unit, w.result ?: "no result");
+        free(w.result);
+        return r;
+}
+
+int scope_start(sd_bus *bus, const char *unit, pid_t pid, const ScopeLimits *limits, const char *bound_to,
+                const char *description) {
+        _cleanup_(bus_message_unrefp) sd_bus_message *m = NULL;
+        int r;
+
         r = sd_bus_message_new_method_call(bus, &m, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
                                            "org.freedesktop.systemd1.Manager", "StartTransientUnit");
         if (r >= 0)
@@ -122,21 +147,20 @@ int scope_start(sd_bus *bus, const char *unit, pid_t pid, const ScopeLimits *lim
                 r = sd_bus_message_append(m, "a(sa(sv))", 0);
         if (r < 0)
                 return log_debug_errno(r, "Cannot build StartTransientUnit call: %m");
-        r = sd_bus_call(bus, m, 0, &error, &reply);
-        if (r < 0) {
-                log_debug_errno(r, "StartTransientUnit(%s) failed: %s", unit, error.message ?: "?");
-                sd_bus_error_free(&error);
-                return r;
-        }
-        r = sd_bus_message_read(reply, "o", &job);
+        return call_and_wait_job(bus, m, unit);
+}
+
+int unit_start(sd_bus *bus, const char *unit) {
+        _cleanup_(bus_message_unrefp) sd_bus_message *m = NULL;
+        int r;
+
+        r = sd_bus_message_new_method_call(bus, &m, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+                                           "org.freedesktop.systemd1.Manager", "StartUnit");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "ss", unit, "replace");
         if (r < 0)
                 return r;
-        w.job_path = job;
-        r = wait_for_job(bus, &w);
-        if (r < 0)
-                log_debug_errno(r, "Scope %s did not start (%s): %m", unit, w.result ?: "no result");
-        free(w.result);
-        return r;
+        return call_and_wait_job(bus, m, unit);
 }
 
 static int manager_call(sd_bus *bus, const char *method, const char *types, ...) {
@@ -162,6 +186,12 @@ static int manager_call(sd_bus *bus, const char *method, const char *types, ...)
                 log_debug_errno(r, "%s failed: %s", method, error.message ?: "?");
         sd_bus_error_free(&error);
         return r;
+}
+
+int scope_stop(sd_bus *bus, const char *unit) {
+        /* Killing first makes the stop immediate instead of waiting for SIGTERM to be honoured. */
+        (void) scope_kill(bus, unit);
+        return unit_stop(bus, unit);
 }
 
 int scope_kill(sd_bus *bus, const char *unit) {
@@ -198,12 +228,10 @@ static int unit_is_gone(sd_bus *bus, const char *unit) {
         return streq(state, "inactive") || streq(state, "failed");
 }
 
-int scope_stop(sd_bus *bus, const char *unit) {
+int unit_stop(sd_bus *bus, const char *unit) {
         uint64_t deadline = now_usec() + SCOPE_WAIT_USEC;
         int r;
 
-        /* Killing first makes the stop immediate instead of waiting for SIGTERM to be honoured. */
-        (void) scope_kill(bus, unit);
         r = manager_call(bus, "StopUnit", "ss", unit, "replace");
         if (r == -ENOENT)
                 return 0;

@@ -26,6 +26,11 @@ int scope_kill(sd_bus *bus, const char *unit);
 /* Stops the unit and waits (bounded) until it is gone. Idempotent: a unit that is not loaded is fine. */
 int scope_stop(sd_bus *bus, const char *unit);
 
+/* StartUnit(unit, "replace") and wait until the start job is done (for Type=notify: until READY=1). */
+int unit_start(sd_bus *bus, const char *unit);
+/* Kills, stops and waits (bounded) until the unit is gone; a unit that is not loaded is fine. */
+int unit_stop(sd_bus *bus, const char *unit);
+
 /* The unit's cgroup path relative to a hierarchy root (the ControlGroup property). */
 int unit_cgroup_path(sd_bus *bus, const char *unit, char **ret);
 

@@ -343,6 +343,9 @@ int job_launch(Job *j) {
         if (r < 0)
                 return log_error_errno(r, "Cannot open the job's log: %m");
         j->log_open = true;
+        r = job_egress_start(j);
+        if (r < 0)
+                return r;
         sd_notify(false, "STATUS=launching");
         r = launch_runtime(j);
         if (r < 0)

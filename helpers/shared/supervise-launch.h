@@ -9,6 +9,9 @@ int job_launch(Job *j);
 int job_run_loop(Job *j);
 /* supervise-finish.c: outcome, runtime and scope removal, artifacts, signed result. Returns the exit code. */
 int job_finish(Job *j, int r);
+/* supervise-egress.c: the job's CONNECT proxy unit (allowlist posture only). */
+int job_egress_start(Job *j);
+int job_egress_stop(sd_bus *bus, const JobPaths *paths, json_object **ret_stats);
 /* supervise-finish.c: `delete --force` of the job's container if the runtime holds state for it. */
 int job_delete_container(const RuntimeProvider *p, const JobPaths *paths);
 /* supervise-finish.c: unmounts and removes the job's runtime directory; idempotent. */

@@ -169,6 +169,9 @@ static int build_result(Job *j, const char *status, int staged_fd, json_object *
         json_object_object_add(o, "times", build_times(j));
         if (j->log_open && output_log_stats(&j->log, &log_stats) >= 0)
                 json_object_object_add(o, "log", log_stats);
+        json_object_object_add(o, "network", json_str(j->resolved ? net_posture_to_string(j->resolved->net) : NULL));
+        if (j->egress_stats)
+                json_object_object_add(o, "egress", json_object_get(j->egress_stats));
         if (j->spec && ran) {
                 r = collect(j, staged_fd, o);
                 if (r < 0)

@@ -98,6 +98,7 @@ static void job_done(Job *j) {
         stage_done(&j->stage);
         image_layout_done(&j->image);
         strv_freep(&j->posture_env);
+        json_object_put(j->egress_stats);
         if (j->log_open)
                 output_log_close(&j->log);
         for (int i = 0; i < 2; i++) {

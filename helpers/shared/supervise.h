@@ -65,6 +65,8 @@ typedef struct Job {
         ImageLayout image;
         JobNet net;
         bool net_up;
+        bool egress_up;
+        json_object *egress_stats;
         char **posture_env;
         InputHash input;
         OutputLog log;
