@@ -37,6 +37,9 @@ leftovers() {
                 systemctl list-units --all --plain --no-legend 'pond-$id.scope' | grep -q . && echo 'scope: pond-$id.scope'
                 systemctl is-active -q 'pond-job@$id.service' && echo 'unit active: pond-job@$id.service'
                 ls /sys/fs/cgroup/memory/pond.slice/ 2>/dev/null | grep -F 'pond-$id.scope' | sed 's/^/cgroup: /'
+                systemctl is-active -q 'pond-egress@$id.service' && echo 'unit active: pond-egress@$id.service'
+                [ -e '$POND_RUN/egress/$id' ] && echo 'egress config: $POND_RUN/egress/$id'
+                [ -e '$POND_RUN/net/job-$id' ] && echo 'address lease of $id'
                 true"
 }
 

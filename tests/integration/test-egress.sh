@@ -1,0 +1,180 @@
+#!/bin/bash
+# test-egress.sh: the network postures through real pond-job@ID jobs (POND_TEST_BACKEND, default runc): a
+# test upstream on TEST-NET-2 in its own namespace, reached only through pond-egress; every refusal with
+# its reason in the journal; no path around the proxy; nothing left behind, also after kill -9.
+. "$(dirname "${BASH_SOURCE[0]}")/pond.sh"
+need_box
+
+UP=/tmp/pond-egress-upstream
+in_box "$POND_SRCDIR/tests/integration/egress-upstream.sh" down "$UP" >/dev/null 2>&1
+in_box rm -rf "$UP"
+in_box "$POND_SRCDIR/tests/integration/egress-upstream.sh" up "$UP" >/dev/null 2>&1 || bail_out "cannot set up the upstream"
+trap 'in_box "$POND_SRCDIR/tests/integration/egress-upstream.sh" down "$UP" >/dev/null 2>&1' EXIT
+
+ALLOW=(--allow-host allowed.test --allow-host '*.wild.test' --allow-host loopback.test --allow-host private.test
+       --allow-host metadata.test --allow-host v6loop.test --allow-host mapped.test --allow-host other.test)
+
+# egress_reasons ID: the proxy's refusal reasons for job ID, one per line
+egress_reasons() {
+        in_box journalctl -q -o cat --output-fields=POND_EGRESS_REASON POND_JOB_ID="$1" POND_EVENT=egress-denied
+}
+
+# --- allowed: curl, git, pip-style HTTPS through the proxy, with the job's own CA bundle variables
+id=$(new_id allowed)
+run_job "$id" --profile untrusted-code-write "${ALLOW[@]}" -- sh -c '
+        curl -sS https://allowed.test/index.html
+        curl -sS https://a.wild.test/index.html
+        git ls-remote https://allowed.test/repo.git | grep -c refs/heads/main
+        python3 -c "import urllib.request; print(urllib.request.urlopen(\"https://allowed.test/index.html\").read().decode().strip())"'
+t_eq "allowlisted name reachable with curl" "hello from upstream" "$(sed -n 1p <<<"$OUT")"
+t_eq "wildcard subdomain reachable" "hello from upstream" "$(sed -n 2p <<<"$OUT")"
+t_eq "git ls-remote through the proxy" "1" "$(sed -n 3p <<<"$OUT")"
+t_eq "python urllib through the proxy (HTTPS_PROXY, SSL_CERT_FILE)" "hello from upstream" "$(sed -n 4p <<<"$OUT")"
+t_eq "egress bytes recorded in the result" True "$(result_field "$id" 'r["egress"]["bytes_down"] > 0 and r["egress"]["allowed"] >= 4')"
+t_like "journal: allowed decisions with the resolved address" "198.51.100.2" \
+        "$(in_box journalctl -q -o cat --output-fields=POND_EGRESS_ADDRESS POND_JOB_ID="$id" POND_EVENT=egress-allowed)"
+t_clean "nothing left after an egress job" "$id"
+t_eq "no egress unit left" "" "$(in_box systemctl list-units --all --plain --no-legend "pond-egress@$id.service")"
+
+# --- refused by the proxy, each with its reason
+id=$(new_id refused)
+run_job "$id" --profile untrusted-code-write "${ALLOW[@]}" -- sh -c '
+        for h in unlisted.test loopback.test private.test metadata.test v6loop.test mapped.test 198.51.100.2; do
+                code=$(curl -s -o /dev/null -w "%{http_connect}" https://$h/ 2>/dev/null); echo "$h $code"
+        done
+        echo "port22 $(curl -s -o /dev/null -w "%{http_connect}" https://allowed.test:22/ 2>/dev/null)"
+        # SNI other than the CONNECT host: a client that asks for other.test inside a tunnel to allowed.test
+        python3 - <<PY
+import os, socket, ssl
+p = os.environ["HTTPS_PROXY"].split("//")[1].split(":")
+s = socket.create_connection((p[0], int(p[1])), 5)
+s.sendall(b"CONNECT allowed.test:443 HTTP/1.1\r\nHost: allowed.test:443\r\n\r\n")
+print("sni-connect", s.recv(200).split(b"\r\n")[0].decode())
+c = ssl.create_default_context()
+try:
+    t = c.wrap_socket(s, server_hostname="other.test"); t.sendall(b"GET / HTTP/1.0\r\n\r\n"); print("sni", "open", t.recv(20))
+except Exception as e:
+    print("sni", "refused", type(e).__name__)
+s = socket.create_connection((p[0], int(p[1])), 5)
+s.sendall(b"CONNECT allowed.test:443 HTTP/1.1\r\nHost: allowed.test:443\r\n\r\n")
+s.recv(200)
+s.sendall(b"GET / HTTP/1.1\r\nHost: allowed.test\r\n\r\n")
+try:
+    print("plain", "open" if s.recv(100) else "refused")
+except Exception as e:
+    print("plain", "refused", type(e).__name__)
+PY'
+for h in unlisted.test loopback.test private.test metadata.test v6loop.test mapped.test 198.51.100.2; do
+        t_eq "refused: $h (403)" "$h 403" "$(grep "^$h " <<<"$OUT")"
+done
+t_eq "refused: port 22 (403)" "port22 403" "$(grep '^port22 ' <<<"$OUT")"
+t_like "refused: SNI different from the CONNECT host" "^sni refused" "$(grep '^sni ' <<<"$OUT")"
+t_like "refused: plain HTTP through the tunnel" "^plain refused" "$(grep '^plain ' <<<"$OUT")"
+reasons=$(egress_reasons "$id")
+diag "reasons: $(tr '\n' '|' <<<"$reasons")"
+t_like "journal: unlisted name refused before any lookup" "allowlist" "$reasons"
+t_like "journal: loopback refused after resolution" "loopback" "$reasons"
+t_like "journal: RFC1918 refused" "private|RFC ?1918" "$reasons"
+t_like "journal: metadata address refused" "metadata" "$reasons"
+t_like "journal: IP literal refused" "literal" "$reasons"
+t_like "journal: port refused" "port" "$reasons"
+t_like "journal: SNI mismatch refused" "SNI|sni" "$reasons"
+t_clean "nothing left after refusals" "$id"
+
+# --- no way around the proxy from inside the job
+id=$(new_id around)
+in_box sh -c "rm -f $UP/udp.log; touch $UP/udp.log"
+run_job "$id" --profile untrusted-code-write "${ALLOW[@]}" -- python3 -c '
+import os, socket, subprocess
+def attempt(name, f):
+    try:
+        f(); print(name, "OPEN")
+    except Exception as e:
+        print(name, "blocked", type(e).__name__)
+def tcp(addr, port, fam=socket.AF_INET):
+    s = socket.socket(fam); s.settimeout(3); s.connect((addr, port))
+attempt("direct-tcp", lambda: tcp("198.51.100.2", 443))
+attempt("direct-tcp-22", lambda: tcp("198.51.100.2", 22))
+attempt("host-ssh", lambda: tcp(os.environ["NO_PROXY"], 22))
+def udp():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(2)
+    s.sendto(b"leak", ("198.51.100.2", 53)); s.recvfrom(10)
+attempt("udp", udp)
+attempt("dns", lambda: socket.getaddrinfo("allowed.test", 443))
+attempt("ipv6", lambda: tcp("2001:db8::2", 443, socket.AF_INET6))
+attempt("raw", lambda: socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP))
+r = subprocess.run(["curl", "-sS", "--max-time", "5", "--noproxy", "*", "https://allowed.test/"], capture_output=True)
+print("noproxy", "OPEN" if r.returncode == 0 else "blocked")
+def icmp():
+    # An unprivileged ping socket: the one ICMP the kernel would allow uid 1000, if the group range did.
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_ICMP); s.settimeout(2)
+    s.sendto(b"\x08\x00\xf7\xff\x00\x00\x00\x00", ("198.51.100.2", 0)); s.recvfrom(64)
+attempt("icmp", icmp)'
+for what in direct-tcp direct-tcp-22 host-ssh udp dns ipv6 raw noproxy icmp; do
+        t_like "no path around the proxy: $what" "^$what blocked" "$(grep "^$what " <<<"$OUT")"
+done
+t_eq "the UDP datagram never reached the upstream" "" "$(in_box cat "$UP/udp.log")"
+t_clean "nothing left after the escape attempts" "$id"
+
+# --- broker-only: the proxy is not there for it
+id=$(new_id brokeronly)
+run_job "$id" --profile untrusted-code-read "${ALLOW[@]}" -- python3 -c '
+import os, socket
+host = os.environ["NO_PROXY"]
+print("proxy-var", os.environ.get("HTTPS_PROXY", "none"))
+s = socket.socket(); s.settimeout(3)
+try:
+    s.connect((host, 3128)); print("proxy OPEN")
+except Exception as e:
+    print("proxy blocked", type(e).__name__)'
+t_eq "broker-only: no proxy variables" "proxy-var none" "$(grep '^proxy-var' <<<"$OUT")"
+t_like "broker-only: the proxy port is unreachable" "^proxy blocked" "$(grep '^proxy ' <<<"$OUT")"
+t_eq "broker-only: no egress unit was started" "" "$(in_box journalctl -q -o cat -u "pond-egress@$id.service")"
+t_clean "nothing left after a broker-only job" "$id"
+
+# --- profile none: the host's network
+id=$(new_id open)
+run_job "$id" --profile none -- python3 -c '
+import socket
+s = socket.create_connection(("198.51.100.2", 443), 3); print("direct OPEN")'
+t_eq "profile none: the host network, direct" "direct OPEN" "$OUT"
+
+# --- the proxy unit runs with nothing
+id=$(new_id unit)
+in_box "$PONDCTL" run --quiet --job-id "$id" --backend "$BACKEND" --profile untrusted-code-write -- sleep 30 \
+        >/dev/null 2>&1 &
+runner=$!
+for i in $(seq 100); do in_box systemctl is-active -q "pond-egress@$id.service" && break; sleep 0.1; done
+pid=$(in_box systemctl show -P MainPID "pond-egress@$id.service")
+t_like "proxy has a main process" "^[1-9][0-9]*$" "$pid"
+t_like "proxy runs with no capabilities" "^CapEff:[[:space:]]+0000000000000000$" "$(in_box grep CapEff "/proc/$pid/status")"
+t_like "proxy runs with an empty bounding set" "^CapBnd:[[:space:]]+0000000000000000$" "$(in_box grep CapBnd "/proc/$pid/status")"
+t_like "proxy runs as a dynamic user" "^[1-9][0-9]{4,}$" "$(in_box stat -c %u "/proc/$pid")"
+t_like "proxy is under a syscall filter" "^Seccomp:[[:space:]]+2$" "$(in_box grep '^Seccomp:' "/proc/$pid/status")"
+# kill -9 of the proxy: the job loses its way out, and still nothing is left at the end
+in_box kill -9 "$pid"
+pond cancel "$id" >/dev/null 2>&1
+wait "$runner"
+wait_gone "$id"
+t_clean "nothing left after kill -9 of the proxy" "$id"
+
+# --- kill -9 of the supervisor: namespace, veth, nft table and proxy unit all go
+id=$(new_id kill9)
+in_box "$PONDCTL" run --quiet --job-id "$id" --backend "$BACKEND" --profile untrusted-code-write -- sleep 60 \
+        >/dev/null 2>&1 &
+runner=$!
+if wait_running "$id"; then
+        in_box sh -c "kill -9 \$(systemctl show -P MainPID pond-job@$id.service)"
+        wait_gone "$id"
+        t_clean "nothing left after kill -9 of pond-run" "$id"
+        t_eq "no egress unit after kill -9 of pond-run" "" \
+                "$(in_box systemctl list-units --all --plain --no-legend "pond-egress@$id.service")"
+else
+        t_fail "job did not start" true
+fi
+wait "$runner"
+t_eq "no job namespaces left" "" "$(in_box ls /run/netns | grep -E '^pond-[0-9a-f]{12}$')"
+t_eq "no job veths left" "" "$(in_box sh -c "ip -br link | grep '^pv'")"
+t_eq "no job nft tables left" "" "$(in_box sh -c "nft list tables | grep pond_")"
+t_eq "no address leases left" "" "$(in_box ls "$POND_RUN/net" 2>/dev/null)"
+done_testing
