@@ -56,6 +56,7 @@ while True:
         mkdir -p /etc/ssl/certs
         cat >> /etc/ssl/certs/ca-certificates.crt < ca.crt
         mkdir -p /etc/pond
+        [ -e /etc/pond/egress.hosts ] && [ ! -e "$dir/egress.hosts.saved" ] && cp -a /etc/pond/egress.hosts "$dir/egress.hosts.saved"
         cat > /etc/pond/egress.hosts <<'H'
 198.51.100.2 allowed.test other.test unlisted.test a.wild.test
 127.0.0.1 loopback.test
@@ -64,6 +65,9 @@ while True:
 ::1 v6loop.test
 ::ffff:127.0.0.1 mapped.test
 H
+        # The worker's own resolver setting is kept aside and restored by "down".
+        [ -e /etc/pond/egress.env ] && [ ! -e "$dir/egress.env.saved" ] && cp -a /etc/pond/egress.env "$dir/egress.env.saved"
+        [ -e /etc/pond/egress.hosts ] && [ ! -e "$dir/egress.hosts.saved" ] && cp -a /etc/pond/egress.hosts "$dir/egress.hosts.saved"
         echo 'POND_EGRESS_RESOLVER=--hosts-file /etc/pond/egress.hosts' > /etc/pond/egress.env
         for i in $(seq 50); do
                 ip netns exec pond-up python3 -c 'import socket; socket.create_connection(("198.51.100.2", 443), 1)' \
@@ -76,5 +80,8 @@ down)
         ip link del pond-up0 2>/dev/null || true
         ip netns del pond-up 2>/dev/null || true
         rm -f /etc/pond/egress.env /etc/pond/egress.hosts
+        [ -e "$dir/egress.env.saved" ] && mv "$dir/egress.env.saved" /etc/pond/egress.env
+        [ -e "$dir/egress.hosts.saved" ] && mv "$dir/egress.hosts.saved" /etc/pond/egress.hosts
+        true
         ;;
 esac
