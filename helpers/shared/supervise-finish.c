@@ -67,10 +67,16 @@ int job_finish(Job *j, int r) {
         }
         if (j->scope_cgroup && cgroup_oom_kills(j->scope_cgroup, &ooms) >= 0 && ooms > 0)
                 j->oom_killed = true;
-        if (j->provider && job_delete_container(j->provider, &j->paths) < 0)
-                log_warning("Could not delete container %s; cleanup will retry.", j->paths.container);
+        /* The scope first: whatever the runtime left running (runsc's gofer) dies with it, and delete
+         * then only removes state instead of waiting for a sandbox to answer. */
         if (j->bus && scope_stop(j->bus, j->paths.scope) < 0)
                 log_warning("Could not stop %s; cleanup will retry.", j->paths.scope);
+        /* As the subreaper we inherited the runtime's helpers (runsc's gofer): their zombies would look
+         * alive to the runtime's delete, which then waits for them to stop. */
+        while (waitpid(-1, NULL, WNOHANG) > 0)
+                ;
+        if (j->provider && job_delete_container(j->provider, &j->paths) < 0)
+                log_warning("Could not delete container %s; cleanup will retry.", j->paths.container);
         if (j->egress_up && job_egress_stop(j->bus, &j->paths, &j->egress_stats) < 0)
                 log_warning("Could not stop the egress proxy of %s; cleanup will retry.", j->id);
         (void) cgroup_remove_leftovers(j->paths.scope_cgroup);
