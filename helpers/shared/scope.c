@@ -13,9 +13,6 @@
 static void bus_message_unrefp(sd_bus_message **m) {
         sd_bus_message_unref(*m);
 }
-static void bus_slot_unrefp(sd_bus_slot **s) {
-        sd_bus_slot_unref(*s);
-}
 
 int unit_name_for_job(const char *job_id, const char *suffix, char **ret) {
         char *s = NULL;
@@ -26,10 +23,16 @@ int unit_name_for_job(const char *job_id, const char *suffix, char **ret) {
 }
 
 typedef struct JobWait {
-        const char *job_path;
+        char *job_path;
         bool done;
         char *result;
 } JobWait;
+
+struct UnitStart {
+        sd_bus_slot *slot;
+        JobWait wait;
+        char *unit;
+};
 
 static int on_job_removed(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         JobWait *w = userdata;
@@ -93,17 +96,29 @@ static int append_properties(sd_bus_message *m, pid_t pid, const ScopeLimits *l,
         return r;
 }
 
-/* Sends m (a Manager method returning a job path) and waits until systemd reports that job done. */
-static int call_and_wait_job(sd_bus *bus, sd_bus_message *m, const char *unit) {
+UnitStart *unit_start_free(UnitStart *s) {
+        if (!s)
+                return NULL;
+        sd_bus_slot_unref(s->slot);
+        free(s->wait.job_path);
+        free(s->wait.result);
+        free(s->unit);
+        free(s);
+        return NULL;
+}
+
+/* Sends m (a Manager method returning a job path) and returns a handle on the queued job. */
+static int call_begin(sd_bus *bus, sd_bus_message *m, const char *unit, UnitStart **ret) {
         _cleanup_(bus_message_unrefp) sd_bus_message *reply = NULL;
-        _cleanup_(bus_slot_unrefp) sd_bus_slot *slot = NULL;
+        _cleanup_(unit_start_freep) UnitStart *s = calloc(1, sizeof *s);
         sd_bus_error error = SD_BUS_ERROR_NULL;
-        JobWait w = {};
         const char *job;
         int r;
 
-        r = sd_bus_match_signal(bus, &slot, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
-                                "org.freedesktop.systemd1.Manager", "JobRemoved", on_job_removed, &w);
+        if (!s || !(s->unit = strdup(unit)))
+                return -ENOMEM;
+        r = sd_bus_match_signal(bus, &s->slot, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+                                "org.freedesktop.systemd1.Manager", "JobRemoved", on_job_removed, &s->wait);
         if (r < 0)
                 return log_debug_errno(r, "Cannot watch systemd jobs: %m");
         /* systemd sends JobRemoved only to subscribed clients (a second Subscribe on the same connection
@@ -124,12 +139,24 @@ static int call_and_wait_job(sd_bus *bus, sd_bus_message *m, const char *unit) {
         r = sd_bus_message_read(reply, "o", &job);
         if (r < 0)
                 return r;
-        w.job_path = job;
-        r = wait_for_job(bus, &w);
+        if (!(s->wait.job_path = strdup(job)))
+                return -ENOMEM;
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+int unit_start_finish(sd_bus *bus, UnitStart *s) {
+        int r = wait_for_job(bus, &s->wait);
         if (r < 0)
-                log_debug_errno(r, "%s did not start (%s): %m", unit, w.result ?: "no result");
-        free(w.result);
+                log_debug_errno(r, "%s did not start (%s): %m", s->unit, s->wait.result ?: "no result");
+        unit_start_free(s);
         return r;
+}
+
+static int call_and_wait_job(sd_bus *bus, sd_bus_message *m, const char *unit) {
+        UnitStart *s = NULL;
+        int r = call_begin(bus, m, unit, &s);
+        return r < 0 ? r : unit_start_finish(bus, s);
 }
 
 int scope_start(sd_bus *bus, const char *unit, pid_t pid, const ScopeLimits *limits, const char *bound_to,
@@ -150,7 +177,7 @@ int scope_start(sd_bus *bus, const char *unit, pid_t pid, const ScopeLimits *lim
         return call_and_wait_job(bus, m, unit);
 }
 
-int unit_start(sd_bus *bus, const char *unit) {
+int unit_start_begin(sd_bus *bus, const char *unit, UnitStart **ret) {
         _cleanup_(bus_message_unrefp) sd_bus_message *m = NULL;
         int r;
 
@@ -160,7 +187,7 @@ int unit_start(sd_bus *bus, const char *unit) {
                 r = sd_bus_message_append(m, "ss", unit, "replace");
         if (r < 0)
                 return r;
-        return call_and_wait_job(bus, m, unit);
+        return call_begin(bus, m, unit, ret);
 }
 
 static int manager_call(sd_bus *bus, const char *method, const char *types, ...) {

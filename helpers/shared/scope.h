@@ -26,8 +26,15 @@ int scope_kill(sd_bus *bus, const char *unit);
 /* Stops the unit and waits (bounded) until it is gone. Idempotent: a unit that is not loaded is fine. */
 int scope_stop(sd_bus *bus, const char *unit);
 
-/* StartUnit(unit, "replace") and wait until the start job is done (for Type=notify: until READY=1). */
-int unit_start(sd_bus *bus, const char *unit);
+/* StartUnit(unit, "replace") without waiting, then (after other work on the same bus) wait until the
+ * start job is done (for Type=notify: until READY=1). finish frees the handle, success or not. */
+typedef struct UnitStart UnitStart;
+int unit_start_begin(sd_bus *bus, const char *unit, UnitStart **ret);
+int unit_start_finish(sd_bus *bus, UnitStart *s);
+UnitStart *unit_start_free(UnitStart *s);
+static inline void unit_start_freep(UnitStart **s) {
+        unit_start_free(*s);
+}
 /* Kills, stops and waits (bounded) until the unit is gone; a unit that is not loaded is fine. */
 int unit_stop(sd_bus *bus, const char *unit);
 

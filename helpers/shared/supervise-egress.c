@@ -88,6 +88,7 @@ static int write_config(Job *j, const char *dir) {
         return r;
 }
 
+/* Starts the proxy's unit without waiting: it comes up while the runtime creates the container. */
 int job_egress_start(Job *j) {
         _cleanup_free_ char *dir = egress_dir(j), *unit = NULL;
         int r;
@@ -99,12 +100,24 @@ int job_egress_start(Job *j) {
         r = write_config(j, dir);
         if (r < 0)
                 return log_error_errno(r, "Cannot write the egress proxy's configuration: %m");
-        r = unit_start(j->bus, unit);
+        j->egress_up = true; /* from here on, stopping it is part of every exit path */
+        r = unit_start_begin(j->bus, unit, &j->egress_starting);
+        if (r < 0)
+                return log_error_errno(r, "Cannot start %s: %m", unit);
+        return 0;
+}
+
+/* Before the payload may run: the proxy is up, or the job does not run (fail closed). */
+int job_egress_wait(Job *j) {
+        int r;
+
+        if (!j->egress_starting)
+                return 0;
+        r = unit_start_finish(j->bus, TAKE_PTR(j->egress_starting));
         if (r < 0) {
                 j->reason = strdup("the egress proxy did not start (see the journal of pond-egress@ID)");
-                return log_error_errno(r, "Cannot start %s: %m", unit);
+                return log_error_errno(r, "The egress proxy of %s did not start: %m", j->id);
         }
-        j->egress_up = true;
         return 0;
 }
 

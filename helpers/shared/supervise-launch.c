@@ -310,6 +310,9 @@ static int launch_runtime(Job *j) {
         r = read_init_pid(j, pid_file);
         if (r < 0)
                 return log_error_errno(r, "Cannot find the container's init: %m");
+        r = job_egress_wait(j);
+        if (r < 0)
+                return r;
         j->started_usec = clock_usec(CLOCK_REALTIME);
         j->started_mono = clock_usec(CLOCK_MONOTONIC);
         r = runtime_exec(start, RUNTIME_STEP_USEC);

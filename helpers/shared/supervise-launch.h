@@ -11,6 +11,7 @@ int job_run_loop(Job *j);
 int job_finish(Job *j, int r);
 /* supervise-egress.c: the job's CONNECT proxy unit (allowlist posture only). */
 int job_egress_start(Job *j);
+int job_egress_wait(Job *j);
 int job_egress_stop(sd_bus *bus, const JobPaths *paths, json_object **ret_stats);
 /* supervise-finish.c: `delete --force` of the job's container if the runtime holds state for it. */
 int job_delete_container(const RuntimeProvider *p, const JobPaths *paths);

@@ -99,6 +99,7 @@ static void job_done(Job *j) {
         image_layout_done(&j->image);
         strv_freep(&j->posture_env);
         json_object_put(j->egress_stats);
+        unit_start_free(j->egress_starting);
         if (j->log_open)
                 output_log_close(&j->log);
         for (int i = 0; i < 2; i++) {

@@ -15,6 +15,7 @@
 #include "output.h"
 #include "policy.h"
 #include "runtime.h"
+#include "scope.h"
 #include "spec.h"
 #include "stage.h"
 
@@ -66,6 +67,7 @@ typedef struct Job {
         JobNet net;
         bool net_up;
         bool egress_up;
+        UnitStart *egress_starting;
         json_object *egress_stats;
         char **posture_env;
         InputHash input;
