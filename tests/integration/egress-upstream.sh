@@ -69,6 +69,7 @@ H
         [ -e /etc/pond/egress.env ] && [ ! -e "$dir/egress.env.saved" ] && cp -a /etc/pond/egress.env "$dir/egress.env.saved"
         [ -e /etc/pond/egress.hosts ] && [ ! -e "$dir/egress.hosts.saved" ] && cp -a /etc/pond/egress.hosts "$dir/egress.hosts.saved"
         echo 'POND_EGRESS_RESOLVER=--hosts-file /etc/pond/egress.hosts' > /etc/pond/egress.env
+        touch "$dir/installed-resolver"
         for i in $(seq 50); do
                 ip netns exec pond-up python3 -c 'import socket; socket.create_connection(("198.51.100.2", 443), 1)' \
                         2>/dev/null && break
@@ -79,9 +80,12 @@ down)
         [ -f "$dir/pids" ] && kill $(cat "$dir/pids") 2>/dev/null || true
         ip link del pond-up0 2>/dev/null || true
         ip netns del pond-up 2>/dev/null || true
-        rm -f /etc/pond/egress.env /etc/pond/egress.hosts
-        [ -e "$dir/egress.env.saved" ] && mv "$dir/egress.env.saved" /etc/pond/egress.env
-        [ -e "$dir/egress.hosts.saved" ] && mv "$dir/egress.hosts.saved" /etc/pond/egress.hosts
+        # Only what "up" installed is taken back; the worker's own setting is put back as it was.
+        if [ -e "$dir/installed-resolver" ]; then
+                rm -f /etc/pond/egress.env /etc/pond/egress.hosts "$dir/installed-resolver"
+                [ -e "$dir/egress.env.saved" ] && mv "$dir/egress.env.saved" /etc/pond/egress.env
+                [ -e "$dir/egress.hosts.saved" ] && mv "$dir/egress.hosts.saved" /etc/pond/egress.hosts
+        fi
         true
         ;;
 esac
