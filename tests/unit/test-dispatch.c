@@ -176,7 +176,7 @@ TEST(confined_requirements) {
         ASSERT_TRUE(e1 == NULL && e2 == NULL);
         caps = joined(d->required_capabilities);
         ncaps = joined(n->required_capabilities);
-        ASSERT_STREQ("sandbox.runsc,seccomp,cgroup.memory,cgroup.pids,cgroup.cpu", caps);
+        ASSERT_STREQ("sandbox.runsc,seccomp,cgroup.memory,cgroup.pids,cgroup.cpu,nftables", caps);
         ASSERT_STREQ("sandbox.runc", ncaps);
         ASSERT_STREQ("trusted", json_object_get_string(json_object_object_get(d->sandbox_block, "tier")));
         ASSERT_EQ(4LL << 30, json_object_get_int64(json_object_object_get(
@@ -185,7 +185,7 @@ TEST(confined_requirements) {
 
 #define PROBE_RUNC_ONLY                                                                               \
         "{\"probe_version\":1,\"capabilities\":[\"sandbox.runc\",\"cgroup.cpu\",\"cgroup.memory\","          \
-        "\"cgroup.pids\",\"seccomp\",\"landlock.abi=7\"]}"
+        "\"cgroup.pids\",\"seccomp\",\"nftables\",\"landlock.abi=7\"]}"
 
 static int eligible(const char *block, const char *tenant, const char *probe, char **tags,
                     char **ret_reason) {
