@@ -32,22 +32,20 @@ static void *input_hash_thread(void *p) {
 /* input_sha covers the checkout as issued: the read-only lower view cannot change under the job, so it
  * is hashed concurrently and the payload does not wait for it. */
 static int start_input_hash(Job *j) {
-        if (j->stage.lower) {
-                j->input.checkout_fd = open(j->stage.lower, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (j->input.checkout_fd < 0)
-                        return log_error_errno(errno, "Cannot open the staged checkout: %m");
-        } else if (j->spec->checkout) {
-                /* Profile none edits in place: hash before it runs, there is no immutable view. */
-                j->input.checkout_fd = open(j->spec->checkout, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (j->input.checkout_fd < 0)
-                        return log_error_errno(errno, "Cannot open the checkout: %m");
-                j->input.spec = j->spec_buf;
-                j->input.spec_len = j->spec_len;
-                input_hash_thread(&j->input);
-                return 0;
-        }
+        const char *dir = j->stage.lower ?: j->spec->checkout;
+
         j->input.spec = j->spec_buf;
         j->input.spec_len = j->spec_len;
+        if (dir) {
+                j->input.checkout_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (j->input.checkout_fd < 0)
+                        return log_error_errno(errno, "Cannot open the checkout %s: %m", dir);
+        }
+        if (!j->stage.lower && j->spec->checkout) {
+                /* Profile none edits in place: no immutable view, so hash before the payload runs. */
+                input_hash_thread(&j->input);
+                return j->input.r < 0 ? log_error_errno(j->input.r, "Cannot hash the checkout: %m") : 0;
+        }
         if (pthread_create(&j->input.thread, NULL, input_hash_thread, &j->input) != 0)
                 return log_error_errno(EAGAIN, "Cannot start the input hash: %m");
         j->input.started = true;
