@@ -8,6 +8,7 @@
 #include "ctl.h"
 #include "ctl-dispatch.h"
 #include "ctl-probe.h"
+#include "ctl-secrets.h"
 #include "log.h"
 
 typedef struct Verb {
@@ -30,6 +31,8 @@ static const Verb verbs[] = {
         { "keygen",     ctl_verb_keygen,     "[--dir DIR]",              "create keys for enrollment" },
         { "hash-input", ctl_verb_hash_input, "SPEC [--checkout DIR]",    "the input_sha a worker signs" },
         { "probe",      ctl_verb_probe,      "[--json]",                 "what this host can enforce" },
+        { "seal",       ctl_verb_seal,       "--to PUB --job-id ID [--in F]", "seal a secret (stdin) to a worker" },
+        { "bundle",     ctl_verb_bundle,     "create|extract ...",       "encrypted source bundles" },
         { "dispatch-check", ctl_verb_dispatch_check, "[FILE] [--tenant P] [--worker PROBE]",
                                                                           "route a sandbox block" },
 };
@@ -40,7 +43,8 @@ static void help(void) {
                 printf("  %-10s %-26s %s\n", verbs[i].name, verbs[i].args, verbs[i].what);
         printf("\nrun options: --profile P --backend B --tier T --image NAME --checkout DIR --allow-host H\n"
                "  --memory SIZE --cpus N --pids N --tmpfs-size SIZE --timeout SECONDS --output PATH\n"
-               "  --env K=V --tenant T --job-id ID --spec FILE --pubkey FILE --quiet\n\n"
+               "  --env K=V --tenant T --job-id ID --spec FILE --pubkey FILE --quiet\n"
+               "bundle: create --to PUB --job-id ID DIR -o FILE | extract [--key-dir D] --job-id ID FILE DEST\n\n"
                "run/wait exit with the job's rc, 128+N for signal N, 124 timed out, 125 refused,\n"
                "126 pond failed, 127 result did not verify, 130 cancelled. See pondctl(1).\n");
 }

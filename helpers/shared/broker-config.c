@@ -142,7 +142,7 @@ static int check_upstream(char *url, char **ret_error) {
         return r;
 }
 
-/* A path of [A-Za-z0-9/_.~-] starting with "/", no "//", no "." or ".." segment; "/*" at the end only. */
+/* A path of [A-Za-z0-9/_.~-] starting with "/", no "//", no "." or ".." segment; "/<star>" at the end only (a prefix rule). */
 static int parse_rule(const char *s, BrokerRule *ret, char **ret_error) {
         const char *sp = strchr(s, ' ');
         _cleanup_free_ char *method = NULL, *path = NULL;
@@ -332,7 +332,9 @@ static int parse_top(json_object *o, BrokerConfig *c, char **ret_error) {
                 r = error_set(ret_error, -EINVAL, "'job_id' is not a valid job id.");
         if (r >= 0)
                 r = get_string(o, "listen", false, 64, &c->listen, ret_error);
-        if (r >= 0 && get_u64(o, "max_cost_cents", 0, 100000000, &c->max_cost_cents, ret_error) == 0)
+        if (r >= 0)
+                r = get_u64(o, "max_cost_cents", 0, 100000000, &c->max_cost_cents, ret_error);
+        if (r == 0)
                 r = error_set(ret_error, -EINVAL, "'max_cost_cents' is required (0..100000000).");
         if (r >= 0)
                 r = get_string(o, "prices", true, 4096, &c->prices, ret_error);

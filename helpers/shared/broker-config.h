@@ -28,7 +28,7 @@ typedef enum BrokerMethod {
 const char *broker_method_to_string(BrokerMethod m);
 BrokerMethod broker_method_from_string(const char *s);
 
-/* "POST /v1/messages" matches that path exactly; "GET /v1/models/*" matches "/v1/models/" plus one or
+/* "POST /v1/messages" matches that path exactly; "GET /v1/models/<star>" matches "/v1/models/" plus one or
  * more further bytes (never "/v1/models" itself: list both when both are needed). */
 typedef struct BrokerRule {
         BrokerMethod method;

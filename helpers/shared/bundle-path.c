@@ -9,7 +9,7 @@
 
 int bundle_path_normalize(const char *path, size_t max_path, char **ret, char **ret_error) {
         _cleanup_free_ char *out = NULL;
-        size_t len = strlen(path), n = 0;
+        size_t len = strlen(path), n = 0, depth = 0;
 
         if (len > max_path)
                 return error_set(ret_error, -E2BIG, "bundle entry path: %zu bytes, more than %zu", len,
@@ -28,6 +28,10 @@ int bundle_path_normalize(const char *path, size_t max_path, char **ret, char **
                         return error_set(ret_error, -E2BIG, "bundle entry '%s': component longer than %d",
                                          path, NAME_MAX);
                 if (k > 0 && !(k == 1 && p[0] == '.')) {
+                        /* Deeper trees are what tree_digest() and rm_rf_at() refuse to walk. */
+                        if (++depth > TREE_MAX_DEPTH)
+                                return error_set(ret_error, -E2BIG, "bundle entry '%s': deeper than %u",
+                                                 path, TREE_MAX_DEPTH);
                         if (n > 0)
                                 out[n++] = '/';
                         memcpy(out + n, p, k);

@@ -55,12 +55,12 @@ typedef ssize_t (*BundleReadFn)(void *userdata, const void **ret_buf, char **ret
 /* The validated extractor: the tar stream from read() into dest_dirfd, with the refusals of
  * bundle_extract(). It stops at the tar end-of-archive marker; what the source holds after it is the
  * caller's to check. */
-int bundle_extract_stream(BundleReadFn read, void *userdata, int dest_dirfd, const BundleLimits *limits,
+int bundle_extract_stream(BundleReadFn read_fn, void *userdata, int dest_dirfd, const BundleLimits *limits,
                           char **ret_error);
 
 /* bundle-path.c: an entry's path as stored -> its canonical relative form ("" for the root, no "." or empty
- * components). Refuses absolute paths and ".." (-EBADMSG), and paths longer than max_path or with a
- * component longer than NAME_MAX (-E2BIG). */
+ * components). Refuses absolute paths and ".." (-EBADMSG), and paths longer than max_path, with a component
+ * longer than NAME_MAX or more than TREE_MAX_DEPTH components (-E2BIG). */
 int bundle_path_normalize(const char *path, size_t max_path, char **ret, char **ret_error);
 /* Whether a symlink at canonical path link_path with target stays inside the tree, judged lexically from
  * the link's directory: the target must be relative and of the form "../"* then names; a ".." after a name

@@ -1,0 +1,209 @@
+/* pond-broker: the per-job credential broker, run by pond-broker@ID.service. Options into arg_*, the
+ * configuration and price table, the credentials' secrets, the listening socket (from the configuration
+ * or socket activation), then the server in broker-server.c. See docs/broker.md. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <sodium.h>
+#include <systemd/sd-daemon.h>
+
+#include "broker-config.h"
+#include "broker-price.h"
+#include "broker-server.h"
+#include "config.h"
+#include "egress-proxy.h"
+#include "fileio.h"
+#include "log.h"
+
+#define TEST_SECRETS_MAX BROKER_CREDENTIALS_MAX
+
+static const char *arg_config_file;
+static const char *arg_ca_file;
+static const char *arg_stats_file;
+static unsigned arg_ceiling_grace = 10;
+static const char *arg_test_secrets[TEST_SECRETS_MAX];
+static size_t arg_n_test_secrets;
+
+static void help(void) {
+        printf("Usage: pond-broker --config FILE [OPTIONS]\n\n"
+               "The per-job model-API credential broker of pond. Normally started by pond-broker@ID.service.\n\n"
+               "  --config FILE           the job's broker configuration (JSON, docs/broker.md)\n"
+               "  --ca-file FILE          trust only these CA certificates upstream (default: system store)\n"
+               "  --stats-file FILE       JSON totals, written atomically at the ceiling and at exit\n"
+               "  --ceiling-grace S       keep answering 402 this long after the cost ceiling (default 10)\n"
+               "  --secret NAME=FILE      TEST ONLY (needs POND_BROKER_TEST=1): the real key from a file\n"
+               "  --debug                 debug logging\n"
+               "Exit status: 0 stopped, 1 configuration or start-up error, 3 cost ceiling reached.\n");
+}
+
+static int parse_option(int c, const char *optarg_) {
+        char *end;
+        unsigned long v;
+
+        switch (c) {
+        case 'c':
+                arg_config_file = optarg_;
+                return 0;
+        case 'A':
+                arg_ca_file = optarg_;
+                return 0;
+        case 's':
+                arg_stats_file = optarg_;
+                return 0;
+        case 'g':
+                errno = 0;
+                v = strtoul(optarg_, &end, 10);
+                if (errno || *end || optarg_[0] < '0' || optarg_[0] > '9' || v > 3600)
+                        return log_error_errno(EINVAL, "Invalid --ceiling-grace '%s': 0..3600 seconds.", optarg_);
+                arg_ceiling_grace = (unsigned) v;
+                return 0;
+        case 'S':
+                /* Test only: production secrets arrive sealed and are opened in memory, never read from a
+                 * plain file named on a command line. */
+                if (!getenv("POND_BROKER_TEST") || !streq(getenv("POND_BROKER_TEST"), "1"))
+                        return log_error_errno(EPERM, "--secret is for tests only (set POND_BROKER_TEST=1).");
+                if (arg_n_test_secrets >= TEST_SECRETS_MAX || !strchr(optarg_, '='))
+                        return log_error_errno(EINVAL, "Invalid --secret '%s': NAME=FILE, at most %d.", optarg_,
+                                               TEST_SECRETS_MAX);
+                arg_test_secrets[arg_n_test_secrets++] = optarg_;
+                return 0;
+        case 'd':
+                log_set_max_level(LOG_DEBUG);
+                return 0;
+        default:
+                return -EINVAL;
+        }
+}
+
+static int parse_argv(int argc, char *argv[]) {
+        static const struct option options[] = {
+                { "config", required_argument, NULL, 'c' },
+                { "ca-file", required_argument, NULL, 'A' },
+                { "stats-file", required_argument, NULL, 's' },
+                { "ceiling-grace", required_argument, NULL, 'g' },
+                { "secret", required_argument, NULL, 'S' },
+                { "debug", no_argument, NULL, 'd' },
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, 'V' },
+                {}
+        };
+        int c, r;
+
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+                if (c == 'h')
+                        return help(), 0;
+                if (c == 'V')
+                        return puts("pond-broker " POND_VERSION), 0;
+                r = parse_option(c, optarg);
+                if (r < 0)
+                        return r;
+        }
+        if (optind != argc)
+                return log_error_errno(EINVAL, "Unexpected argument '%s'.", argv[optind]);
+        if (!arg_config_file)
+                return log_error_errno(EINVAL, "--config is required.");
+        return 1;
+}
+
+/* Test only (--secret NAME=FILE): the file's first line is the key; the buffer is wiped. */
+static int load_test_secret(BrokerConfig *config, const char *spec) {
+        const char *eq = strchr(spec, '=');
+        BrokerCredential *cred = broker_config_find(config, spec, (size_t) (eq - spec));
+        char *text = NULL;
+        size_t len;
+        int r;
+
+        if (!cred)
+                return log_error_errno(ENOENT, "--secret: no credential named '%.*s'.", (int) (eq - spec), spec);
+        r = read_full_file(eq + 1, BROKER_KEY_MAX + 2, &text, &len);
+        if (r < 0)
+                return log_error_errno(r, "--secret: failed to read '%s': %m", eq + 1);
+        len = strcspn(text, "\r\n");
+        r = broker_credential_set_secret(cred, text, len);
+        sodium_memzero(text, len);
+        free(text);
+        if (r < 0)
+                return log_error_errno(r, "--secret: invalid key for '%s' (printable ASCII, no spaces): %m",
+                                       cred->name);
+        return 0;
+}
+
+/* The real secrets. Production: each credential's "sealed" blob is opened here with the worker's seal key
+ * (unseal_credential() from seal.h, keys from $CREDENTIALS_DIRECTORY) and handed to
+ * broker_credential_set_secret(); that call is wired by the supervisor integration. Until then a
+ * credential without a secret refuses the start (fail closed). */
+static int load_secrets(BrokerConfig *config) {
+        _cleanup_free_ char *error = NULL;
+        int r;
+
+        for (size_t i = 0; i < arg_n_test_secrets; i++) {
+                r = load_test_secret(config, arg_test_secrets[i]);
+                if (r < 0)
+                        return r;
+        }
+        r = broker_config_check_secrets(config, &error);
+        if (r < 0)
+                return log_error_errno(r, "%s", error ?: "A credential has no secret.");
+        return 0;
+}
+
+/* The configuration's listen address, or exactly one stream socket from systemd. */
+static int get_listen_fd(const BrokerConfig *config, int *ret) {
+        int n = sd_listen_fds(true), r;
+
+        if (n < 0)
+                return log_error_errno(n, "Failed to get sockets from systemd: %m");
+        if (n > 1 || (n == 1 && sd_is_socket(SD_LISTEN_FDS_START, 0, SOCK_STREAM, 1) <= 0))
+                return log_error_errno(EINVAL, "Expected one listening stream socket from systemd, got %d.", n);
+        if (n == 1) {
+                *ret = SD_LISTEN_FDS_START;
+                return 0;
+        }
+        if (!config->listen)
+                return log_error_errno(EINVAL, "Neither 'listen' in the configuration nor a socket from systemd.");
+        r = egress_listen(config->listen, ret);
+        if (r < 0)
+                return log_error_errno(r, "Failed to listen on '%s' (ADDR:PORT or [V6]:PORT): %m", config->listen);
+        return 0;
+}
+
+static int run(BrokerConfig *config, BrokerPrices *prices) {
+        _cleanup_free_ char *error = NULL;
+        BrokerOptions o = { .config = config, .prices = prices, .ca_file = arg_ca_file,
+                            .stats_file = arg_stats_file, .ceiling_grace_sec = arg_ceiling_grace };
+        int r;
+
+        if (sodium_init() < 0)
+                return log_error_errno(EIO, "Failed to initialize libsodium.");
+        r = broker_config_load(arg_config_file, config, &error);
+        if (r < 0)
+                return log_error_errno(r, "%s", error ?: "Failed to load the configuration.");
+        r = broker_prices_load(config->prices, prices, &error);
+        if (r < 0)
+                return log_error_errno(r, "%s", error ?: "Failed to load the price table.");
+        r = load_secrets(config);
+        if (r < 0)
+                return r;
+        r = get_listen_fd(config, &o.listen_fd);
+        if (r < 0)
+                return r;
+        log_info("Job %s: %zu credentials, budget %" PRIu64 " cents, listening.", config->job_id,
+                 config->n_credentials, config->max_cost_cents);
+        r = broker_server_run(&o);
+        if (r < 0)
+                return log_error_errno(r, "Broker failed: %m");
+        return r;
+}
+
+int main(int argc, char *argv[]) {
+        BrokerConfig config = {};
+        BrokerPrices prices = {};
+        int r;
+
+        log_set_prefix("pond-broker");
+        r = parse_argv(argc, argv);
+        if (r > 0)
+                r = run(&config, &prices);
+        broker_config_done(&config);
+        broker_prices_done(&prices);
+        return r < 0 ? 1 : r == BROKER_EXIT_CEILING ? BROKER_EXIT_CEILING : 0;
+}

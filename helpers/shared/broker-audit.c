@@ -1,0 +1,123 @@
+/* broker-audit.c: one journal record per brokered or refused request, so "what did the job's agent call,
+ * what did it cost, what was refused and why" is a journalctl query:
+ * journalctl POND_JOB_ID=ID POND_EVENT=broker-refused. Values come from checked strings only. */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <syslog.h>
+#include <systemd/sd-journal.h>
+
+#include "broker-audit.h"
+#include "broker-price.h"
+
+static const struct {
+        const char *name;
+        const char *message_id;
+        int priority;
+} event_table[_BROKER_EVENT_MAX] = {
+        [BROKER_EVENT_REQUEST] = { "broker-request", POND_MESSAGE_BROKER_REQUEST, LOG_INFO },
+        [BROKER_EVENT_REFUSED] = { "broker-refused", POND_MESSAGE_BROKER_REFUSED, LOG_WARNING },
+        [BROKER_EVENT_CEILING] = { "broker-ceiling", POND_MESSAGE_BROKER_CEILING, LOG_WARNING },
+        [BROKER_EVENT_STATS] = { "broker-stats", POND_MESSAGE_BROKER_STATS, LOG_INFO },
+};
+
+const char *broker_event_to_string(BrokerEvent e) {
+        return e >= 0 && e < _BROKER_EVENT_MAX ? event_table[e].name : NULL;
+}
+
+static bool stderr_is_journal(void) {
+        const char *e = getenv("JOURNAL_STREAM");
+        unsigned long long dev, ino;
+        struct stat st;
+
+        if (!e || sscanf(e, "%llu:%llu", &dev, &ino) != 2 || fstat(STDERR_FILENO, &st) < 0)
+                return false;
+        return st.st_dev == (dev_t) dev && st.st_ino == (ino_t) ino;
+}
+
+typedef struct Fields {
+        struct iovec iov[24];
+        size_t n;
+} Fields;
+
+static void add(Fields *f, const char *fmt, ...) _printf_(2, 3);
+static void add(Fields *f, const char *fmt, ...) {
+        va_list ap;
+        char *s;
+
+        if (f->n >= ELEMENTSOF(f->iov))
+                return;
+        va_start(ap, fmt);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+        if (vasprintf(&s, fmt, ap) >= 0)
+                f->iov[f->n++] = (struct iovec) { s, strlen(s) };
+#pragma GCC diagnostic pop
+        va_end(ap);
+}
+
+static void format_cost(uint64_t nanocents, char buf[32]) {
+        snprintf(buf, 32, "%" PRIu64 ".%06" PRIu64, nanocents / BROKER_NANOCENTS_PER_CENT,
+                 nanocents % BROKER_NANOCENTS_PER_CENT / 1000);
+}
+
+static void format_message(BrokerEvent e, const BrokerAuditRecord *r, char *buf, size_t size) {
+        char cost[32];
+
+        format_cost(r->cost, cost);
+        if (e == BROKER_EVENT_STATS || e == BROKER_EVENT_CEILING)
+                snprintf(buf, size, "%s: %s", event_table[e].name, r->reason ?: "");
+        else
+                snprintf(buf, size, "broker #%" PRIu64 " %s %s%s%s -> %d%s%s, %" PRIu64 " bytes up, %" PRIu64
+                         " bytes down, %" PRIu64 "+%" PRIu64 " tokens, %s cents", r->request, r->method ?: "?",
+                         r->credential ? "/" : "", r->credential ?: "", r->path ?: "", r->status,
+                         r->reason ? ": " : "", r->reason ?: "",
+                         r->bytes_up, r->bytes_down, r->input_tokens, r->output_tokens, cost);
+}
+
+static void add_fields(Fields *f, const BrokerAuditRecord *r) {
+        char cost[32];
+
+        if (r->request)
+                add(f, "POND_BROKER_REQUEST=%" PRIu64, r->request);
+        if (r->credential)
+                add(f, "POND_BROKER_CREDENTIAL=%s", r->credential);
+        if (r->method)
+                add(f, "POND_BROKER_METHOD=%s", r->method);
+        if (r->path)
+                add(f, "POND_BROKER_PATH=%s", r->path);
+        if (r->status)
+                add(f, "POND_BROKER_STATUS=%d", r->status);
+        if (r->reason)
+                add(f, "POND_BROKER_REASON=%s", r->reason);
+        format_cost(r->cost, cost);
+        add(f, "POND_BROKER_BYTES_UP=%" PRIu64, r->bytes_up);
+        add(f, "POND_BROKER_BYTES_DOWN=%" PRIu64, r->bytes_down);
+        add(f, "POND_BROKER_INPUT_TOKENS=%" PRIu64, r->input_tokens);
+        add(f, "POND_BROKER_OUTPUT_TOKENS=%" PRIu64, r->output_tokens);
+        add(f, "POND_BROKER_COST_CENTS=%s", cost);
+}
+
+int broker_audit(BrokerEvent e, const BrokerAuditRecord *r) {
+        char message[1024];
+        Fields f = {};
+        int k;
+
+        if (e < 0 || e >= _BROKER_EVENT_MAX)
+                return -EINVAL;
+        format_message(e, r, message, sizeof message);
+        add(&f, "MESSAGE=%s", message);
+        add(&f, "MESSAGE_ID=%s", event_table[e].message_id);
+        add(&f, "PRIORITY=%d", event_table[e].priority);
+        add(&f, "SYSLOG_IDENTIFIER=pond-broker");
+        add(&f, "POND_EVENT=%s", event_table[e].name);
+        add(&f, "POND_JOB_ID=%s", r->job_id ?: "");
+        add_fields(&f, r);
+        k = sd_journal_sendv(f.iov, (int) f.n);
+        if (!stderr_is_journal())
+                fprintf(stderr, "pond-broker[%s]: %s\n", r->job_id ?: "", message);
+        for (size_t i = 0; i < f.n; i++)
+                free(f.iov[i].iov_base);
+        return k;
+}
