@@ -12,13 +12,16 @@
 #include "config.h"
 #include "egress-proxy.h"
 #include "fileio.h"
+#include "keys.h"
 #include "log.h"
+#include "seal.h"
 
 #define TEST_SECRETS_MAX BROKER_CREDENTIALS_MAX
 
 static const char *arg_config_file;
 static const char *arg_ca_file;
 static const char *arg_stats_file;
+static const char *arg_key_dir;
 static unsigned arg_ceiling_grace = 10;
 static const char *arg_test_secrets[TEST_SECRETS_MAX];
 static size_t arg_n_test_secrets;
@@ -29,6 +32,7 @@ static void help(void) {
                "  --config FILE           the job's broker configuration (JSON, docs/broker.md)\n"
                "  --ca-file FILE          trust only these CA certificates upstream (default: system store)\n"
                "  --stats-file FILE       JSON totals, written atomically at the ceiling and at exit\n"
+               "  --key-dir DIR           the worker's seal.key/seal.pub, to open the sealed credentials\n"
                "  --ceiling-grace S       keep answering 402 this long after the cost ceiling (default 10)\n"
                "  --secret NAME=FILE      TEST ONLY (needs POND_BROKER_TEST=1): the real key from a file\n"
                "  --debug                 debug logging\n"
@@ -48,6 +52,9 @@ static int parse_option(int c, const char *optarg_) {
                 return 0;
         case 's':
                 arg_stats_file = optarg_;
+                return 0;
+        case 'k':
+                arg_key_dir = optarg_;
                 return 0;
         case 'g':
                 errno = 0;
@@ -79,6 +86,7 @@ static int parse_argv(int argc, char *argv[]) {
                 { "config", required_argument, NULL, 'c' },
                 { "ca-file", required_argument, NULL, 'A' },
                 { "stats-file", required_argument, NULL, 's' },
+                { "key-dir", required_argument, NULL, 'k' },
                 { "ceiling-grace", required_argument, NULL, 'g' },
                 { "secret", required_argument, NULL, 'S' },
                 { "debug", no_argument, NULL, 'd' },
@@ -131,10 +139,45 @@ static int load_test_secret(BrokerConfig *config, const char *spec) {
  * (unseal_credential() from seal.h, keys from $CREDENTIALS_DIRECTORY) and handed to
  * broker_credential_set_secret(); that call is wired by the supervisor integration. Until then a
  * credential without a secret refuses the start (fail closed). */
+/* Each credential's sealed blob, opened with the worker's X25519 key for exactly this job: a blob sealed
+ * for another job or another worker, or altered, is refused and the broker does not start. */
+static int unseal_secrets(BrokerConfig *config) {
+        _cleanup_secret_ uint8_t *sk = NULL;
+        uint8_t pk[KEY_SEAL_PUBLIC_SIZE];
+        int r;
+
+        if (!arg_key_dir)
+                return 0;
+        r = keys_load_seal_secret(arg_key_dir, &sk);
+        if (r >= 0)
+                r = keys_load_seal_public(arg_key_dir, pk);
+        if (r < 0)
+                return log_error_errno(r, "Cannot load the worker's sealing key from %s: %m", arg_key_dir);
+        for (size_t i = 0; i < config->n_credentials; i++) {
+                BrokerCredential *c = &config->credentials[i];
+                _cleanup_secret_ uint8_t *secret = NULL;
+                _cleanup_free_ char *error = NULL;
+                size_t len;
+
+                if (!c->sealed)
+                        continue;
+                r = unseal_credential(pk, sk, config->job_id, c->sealed, &secret, &len, &error);
+                if (r < 0)
+                        return log_error_errno(r, "Credential '%s' refused: %s", c->name, error ?: "cannot unseal");
+                r = broker_credential_set_secret(c, secret, len);
+                if (r < 0)
+                        return log_error_errno(r, "Cannot keep credential '%s': %m", c->name);
+        }
+        return 0;
+}
+
 static int load_secrets(BrokerConfig *config) {
         _cleanup_free_ char *error = NULL;
         int r;
 
+        r = unseal_secrets(config);
+        if (r < 0)
+                return r;
         for (size_t i = 0; i < arg_n_test_secrets; i++) {
                 r = load_test_secret(config, arg_test_secrets[i]);
                 if (r < 0)

@@ -26,30 +26,6 @@ const RuntimeProvider *runtime_provider_find(const char *name) {
         return NULL;
 }
 
-int strv_build(char ***ret, ...) {
-        size_t n = 0;
-        char **v;
-        va_list ap;
-
-        va_start(ap, ret);
-        while (va_arg(ap, const char *))
-                n++;
-        va_end(ap);
-        v = calloc(n + 1, sizeof *v);
-        if (!v)
-                return -ENOMEM;
-        va_start(ap, ret);
-        for (size_t i = 0; i < n; i++)
-                if (!(v[i] = strdup(va_arg(ap, const char *)))) {
-                        va_end(ap);
-                        strv_freep(&v);
-                        return -ENOMEM;
-                }
-        va_end(ap);
-        *ret = v;
-        return 0;
-}
-
 int find_binary(const char *name, char **ret) {
         const char *path = getenv("PATH") ?: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 

@@ -9,6 +9,7 @@
 #include <json-c/json.h>
 
 #include "macro.h"
+#include "strv.h"
 #include "policy.h"
 
 typedef struct RuntimeJob {
@@ -61,5 +62,4 @@ int find_binary(const char *name, char **ret);
 /* has_state for runtimes that keep a directory per container below their root (runc, kata). */
 bool runtime_state_dir_exists(const RuntimeJob *j);
 
-/* NULL-terminated vector helpers. */
-int strv_build(char ***ret, ...);
+

@@ -273,6 +273,7 @@ static const struct {
         { "output_bytes",   offsetof(JobLimits, output_bytes),   JOB_SPEC_MAX_OUTPUT_BYTES },
         { "artifact_bytes", offsetof(JobLimits, artifact_bytes), JOB_SPEC_MAX_ARTIFACT_BYTES },
         { "artifact_files", offsetof(JobLimits, artifact_files), JOB_SPEC_MAX_ARTIFACT_FILES },
+        { "max_cost_cents", offsetof(JobLimits, max_cost_cents), JOB_SPEC_MAX_COST_CENTS },
 };
 
 static int parse_limits(json_object *v, const char *field, JobSpec *s, char **ret_error) {
@@ -297,6 +298,21 @@ static int parse_limits(json_object *v, const char *field, JobSpec *s, char **re
                 *(uint64_t *) ((char *) &l + limit_fields[i].offset) = (uint64_t) n;
         }
         s->limits = l;
+        return 0;
+}
+
+/* The shape only: an array of objects. Each entry's fields are the broker's to judge (broker-config.c),
+ * which the supervisor does before anything runs, so a bad credential is still a refusal. */
+static int parse_credentials(json_object *v, const char *field, JobSpec *s, char **ret_error) {
+        if (!json_object_is_type(v, json_type_array) || json_object_array_length(v) == 0 ||
+            json_object_array_length(v) > JOB_SPEC_CREDENTIALS_MAX)
+                return refuse(ret_error, "%s: must be an array of 1 to %d credentials", field,
+                              JOB_SPEC_CREDENTIALS_MAX);
+        for (size_t i = 0; i < json_object_array_length(v); i++)
+                if (!json_object_is_type(json_object_array_get_idx(v, i), json_type_object))
+                        return refuse(ret_error, "%s[%zu]: must be an object", field, i);
+        json_object_put(s->credentials);
+        s->credentials = json_object_get(v);
         return 0;
 }
 
@@ -392,6 +408,7 @@ JobSpec *job_spec_free(JobSpec *s) {
         free(s->checkout);
         sandbox_block_done(&s->sandbox);
         strv_free(s->outputs);
+        json_object_put(s->credentials);
         free(s);
         return NULL;
 }
@@ -428,6 +445,7 @@ static const struct {
         { "sandbox",  parse_sandbox,  false },
         { "limits",   parse_limits,   false },
         { "outputs",  parse_outputs,  false },
+        { "credentials", parse_credentials, false },
 };
 
 int job_spec_parse(const char *buf, size_t len, JobSpec **ret, char **ret_error) {

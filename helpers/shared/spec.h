@@ -19,6 +19,7 @@ typedef struct JobLimits {
         uint64_t output_bytes;   /* cap on stdout+stderr kept */
         uint64_t artifact_bytes; /* cap on collected artifacts */
         uint64_t artifact_files; /* cap on collected artifact entries */
+        uint64_t max_cost_cents; /* model spend through the broker; 0: not set (required with credentials) */
 } JobLimits;
 
 typedef struct JobSpec {
@@ -30,6 +31,8 @@ typedef struct JobSpec {
         SandboxBlock sandbox;
         JobLimits limits;
         char **outputs; /* workspace-relative paths, NULL-terminated, never NULL */
+        json_object *credentials; /* array of sealed model credentials for the broker, or NULL; each entry
+                                   * is checked in depth by the broker's own parser (broker-config.c) */
 } JobSpec;
 
 #define JOB_SPEC_TENANT_MAX 128
@@ -50,6 +53,8 @@ typedef struct JobSpec {
 #define JOB_SPEC_MAX_ARTIFACT_BYTES (16ULL << 30)
 #define JOB_SPEC_DEFAULT_ARTIFACT_FILES 10000
 #define JOB_SPEC_MAX_ARTIFACT_FILES 1000000
+#define JOB_SPEC_MAX_COST_CENTS 10000000
+#define JOB_SPEC_CREDENTIALS_MAX 8
 
 /* Strict: unknown keys, wrong types, duplicate keys, bad UTF-8, NUL bytes, too deep: -EINVAL (> 1 MiB:
  * -E2BIG) with *ret_error naming the field (e.g. "sandbox.overrides: must be an object"). */

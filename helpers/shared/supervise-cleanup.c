@@ -62,6 +62,7 @@ int supervise_cleanup(const char *job_id) {
         } else
                 ret = log_error_errno(r, "Cannot connect to the system bus to stop %s: %m", j.paths.scope);
         (void) job_egress_stop(j.bus, &j.paths, NULL);
+        (void) job_broker_stop(j.bus, &j.paths, NULL);
         remove_runtime_state(&j.paths);
         if (cgroup_remove_leftovers(j.paths.scope_cgroup) < 0)
                 log_warning("Some cgroup of %s could not be removed.", j.paths.scope);

@@ -79,6 +79,8 @@ int job_finish(Job *j, int r) {
                 log_warning("Could not delete container %s; cleanup will retry.", j->paths.container);
         if (j->egress_up && job_egress_stop(j->bus, &j->paths, &j->egress_stats) < 0)
                 log_warning("Could not stop the egress proxy of %s; cleanup will retry.", j->id);
+        if (j->broker_up && job_broker_stop(j->bus, &j->paths, &j->broker_stats) < 0)
+                log_warning("Could not stop the broker of %s; cleanup will retry.", j->id);
         (void) cgroup_remove_leftovers(j->paths.scope_cgroup);
         if (j->input.started) {
                 pthread_join(j->input.thread, NULL);

@@ -102,7 +102,10 @@ static int prepare_network(Job *j) {
                 return log_error_errno(r, "Cannot set up the job's network: %s", err ?: strerror(-r));
         }
         j->net_up = true;
-        return posture_environment(j);
+        r = posture_environment(j);
+        if (r < 0)
+                return r;
+        return job_broker_configure(j);
 }
 
 static int write_bundle(Job *j) {
@@ -309,6 +312,8 @@ static int launch_runtime(Job *j) {
         if (r < 0)
                 return log_error_errno(r, "Cannot find the container's init: %m");
         r = job_egress_wait(j);
+        if (r >= 0)
+                r = job_broker_wait(j);
         if (r < 0)
                 return r;
         j->started_usec = clock_usec(CLOCK_REALTIME);
@@ -345,6 +350,8 @@ int job_launch(Job *j) {
                 return log_error_errno(r, "Cannot open the job's log: %m");
         j->log_open = true;
         r = job_egress_start(j);
+        if (r >= 0)
+                r = job_broker_start(j);
         if (r < 0)
                 return r;
         sd_notify(false, "STATUS=launching");

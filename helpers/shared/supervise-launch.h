@@ -12,6 +12,13 @@ int job_finish(Job *j, int r);
 /* supervise-egress.c: the job's CONNECT proxy unit (allowlist posture only). */
 int job_egress_start(Job *j);
 int job_egress_wait(Job *j);
+/* supervise-broker.c: the job's credential broker unit (jobs with credentials only). */
+int job_broker_check(const Job *j, char **ret_error);
+int job_broker_configure(Job *j);
+int job_broker_start(Job *j);
+int job_broker_wait(Job *j);
+bool job_broker_ceiling_hit(const Job *j);
+int job_broker_stop(sd_bus *bus, const JobPaths *paths, json_object **ret_stats);
 int job_egress_stop(sd_bus *bus, const JobPaths *paths, json_object **ret_stats);
 /* supervise-finish.c: `delete --force` of the job's container if the runtime holds state for it. */
 int job_delete_container(const RuntimeProvider *p, const JobPaths *paths);

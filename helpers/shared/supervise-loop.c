@@ -90,6 +90,26 @@ static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
+/* The broker marks its totals when the job's budget is spent; the job is then cancelled, not left to spin
+ * on refused requests until its wall clock runs out. */
+static int on_broker_tick(sd_event_source *s, uint64_t usec, void *userdata) {
+        Loop *l = userdata;
+        Job *j = l->job;
+
+        if (!j->cancelled && job_broker_ceiling_hit(j)) {
+                j->cancelled = j->ceiling_hit = true;
+                free(j->reason);
+                if (asprintf(&j->reason, "cost ceiling reached: max_cost_cents %llu spent",
+                             (unsigned long long) j->spec->limits.max_cost_cents) < 0)
+                        j->reason = NULL;
+                audit_event(&j->audit, POND_EVENT_KILLED, AUDIT_NO_RC, "cost ceiling reached: killing %s",
+                            j->paths.scope);
+                kill_payload(l);
+                return 0;
+        }
+        return sd_event_source_set_time_relative(s, 250 * 1000) < 0 ? 0 : sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+}
+
 static int on_cancel(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         Loop *l = userdata;
 
@@ -134,6 +154,8 @@ int job_run_loop(Job *j) {
         for (int i = 0; r >= 0 && i < 2; i++)
                 if (j->oom_fds[i] >= 0)
                         r = sd_event_add_io(e, NULL, j->oom_fds[i], EPOLLIN, on_oom, &l);
+        if (r >= 0 && j->broker_up)
+                r = sd_event_add_time_relative(e, NULL, CLOCK_MONOTONIC, 250 * 1000, 0, on_broker_tick, &l);
         if (r >= 0)
                 r = sd_event_add_signal(e, NULL, SIGTERM, on_cancel, &l);
         if (r >= 0)

@@ -172,6 +172,8 @@ static int build_result(Job *j, const char *status, int staged_fd, json_object *
         json_object_object_add(o, "network", json_str(j->resolved ? net_posture_to_string(j->resolved->net) : NULL));
         if (j->egress_stats)
                 json_object_object_add(o, "egress", json_object_get(j->egress_stats));
+        if (j->broker_stats)
+                json_object_object_add(o, "broker", json_object_get(j->broker_stats));
         if (j->spec && ran) {
                 r = collect(j, staged_fd, o);
                 if (r < 0)

@@ -16,6 +16,7 @@
 #include "log.h"
 #include "oci.h"
 #include "scope.h"
+#include "supervise-launch.h"
 #include "supervise.h"
 #include "supervise-launch.h"
 
@@ -84,6 +85,9 @@ static int job_accept(Job *j) {
         r = j->provider->check(&err);
         if (r < 0)
                 return set_reason(j, err ?: "backend cannot run here") ?: -EOPNOTSUPP;
+        r = job_broker_check(j, &err);
+        if (r < 0)
+                return set_reason(j, err ?: "credentials: refused") ?: r;
         /* A directory image is only looked up (nothing is created): a missing one is a refusal. The
          * embedded image is generated per job, later, in the job's runtime directory. */
         if (!streq(j->resolved->image, IMAGE_HOST)) {
@@ -100,6 +104,8 @@ static void job_done(Job *j) {
         strv_freep(&j->posture_env);
         json_object_put(j->egress_stats);
         unit_start_free(j->egress_starting);
+        unit_start_free(j->broker_starting);
+        json_object_put(j->broker_stats);
         if (j->log_open)
                 output_log_close(&j->log);
         for (int i = 0; i < 2; i++) {

@@ -68,6 +68,10 @@ typedef struct Job {
         bool net_up;
         bool egress_up;
         UnitStart *egress_starting;
+        bool broker_up;
+        UnitStart *broker_starting;
+        json_object *broker_stats;
+        bool ceiling_hit;
         json_object *egress_stats;
         char **posture_env;
         InputHash input;

@@ -94,5 +94,7 @@ def serve(addr):
     srv.serve_forever()
 
 
+if len(sys.argv) > 5:  # one address of the caller's choosing (the integration test's upstream namespace)
+    serve(sys.argv[5])
 threading.Thread(target=serve, args=("127.0.0.2",), daemon=True).start()
 serve("127.0.0.1")

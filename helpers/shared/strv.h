@@ -1,0 +1,9 @@
+/* strv.h: NULL-terminated string vectors (argv, environments). */
+#pragma once
+
+#include "macro.h"
+
+/* A new vector of copies of the arguments up to the terminating NULL. */
+int strv_build(char ***ret, ...);
+/* Appends v (taking it, also on failure) to *l, which may be NULL. */
+int strv_push(char ***l, char *v);
