@@ -202,6 +202,10 @@ static int parse_checkout(json_object *v, const char *field, JobSpec *s, char **
         return dup_string(v, field, check_checkout, &s->checkout, ret_error);
 }
 
+static int parse_bundle(json_object *v, const char *field, JobSpec *s, char **ret_error) {
+        return dup_string(v, field, check_checkout, &s->bundle, ret_error);
+}
+
 static int parse_command(json_object *v, const char *field, JobSpec *s, char **ret_error) {
         int r;
 
@@ -406,6 +410,7 @@ JobSpec *job_spec_free(JobSpec *s) {
         strv_free(s->command);
         strv_free(s->env);
         free(s->checkout);
+        free(s->bundle);
         sandbox_block_done(&s->sandbox);
         strv_free(s->outputs);
         json_object_put(s->credentials);
@@ -442,6 +447,7 @@ static const struct {
         { "command",  parse_command,  true },
         { "env",      parse_env,      false },
         { "checkout", parse_checkout, false },
+        { "bundle",   parse_bundle,   false },
         { "sandbox",  parse_sandbox,  false },
         { "limits",   parse_limits,   false },
         { "outputs",  parse_outputs,  false },
@@ -480,6 +486,8 @@ int job_spec_parse(const char *buf, size_t len, JobSpec **ret, char **ret_error)
                 if (top_fields[i].required && !json_object_object_get_ex(o, top_fields[i].name, NULL))
                         return refuse(ret_error, "%s: missing (required)", top_fields[i].name);
 
+        if (s->checkout && s->bundle)
+                return refuse(ret_error, "bundle: not together with checkout (the bundle is the checkout)");
         *ret = TAKE_PTR(s);
         return 0;
 }

@@ -28,6 +28,8 @@ typedef struct JobSpec {
         char **command; /* argv, NULL-terminated, at least one element */
         char **env;     /* "KEY=VALUE", NULL-terminated, never NULL */
         char *checkout; /* absolute host path or NULL (empty workspace) */
+        char *bundle;   /* absolute path of an encrypted source bundle (docs/secrets.md), or NULL; not with
+                         * checkout: the worker extracts it into a fresh checkout of its own */
         SandboxBlock sandbox;
         JobLimits limits;
         char **outputs; /* workspace-relative paths, NULL-terminated, never NULL */

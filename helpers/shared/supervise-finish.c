@@ -125,6 +125,13 @@ static int teardown_paths(const JobPaths *paths) {
         r = image_cleanup(paths->run);
         if (r < 0)
                 return r;
+        /* A bundle job's extracted checkout: only the job's own, staged copy ever read it. */
+        _cleanup_free_ char *checkout = job_bundle_checkout(paths);
+        if (!checkout)
+                return -ENOMEM;
+        r = rm_rf_at(AT_FDCWD, checkout);
+        if (r < 0)
+                return r;
         base = strrchr(paths->run, '/');
         parent = strndup(paths->run, (size_t) (base - paths->run));
         if (!parent)

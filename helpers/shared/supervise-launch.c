@@ -34,6 +34,8 @@ static void *input_hash_thread(void *p) {
 static int start_input_hash(Job *j) {
         const char *dir = j->stage.lower ?: j->spec->checkout;
 
+        if (j->input.fixed)
+                return 0;
         j->input.spec = j->spec_buf;
         j->input.spec_len = j->spec_len;
         if (dir) {

@@ -20,6 +20,9 @@ int job_broker_wait(Job *j);
 bool job_broker_ceiling_hit(const Job *j);
 int job_broker_stop(sd_bus *bus, const JobPaths *paths, json_object **ret_stats);
 int job_egress_stop(sd_bus *bus, const JobPaths *paths, json_object **ret_stats);
+/* supervise-bundle.c: a bundle job's checkout, extracted before anything runs (a failure is a refusal). */
+int job_bundle_extract(Job *j, char **ret_error);
+char *job_bundle_checkout(const JobPaths *p);
 /* supervise-finish.c: `delete --force` of the job's container if the runtime holds state for it. */
 int job_delete_container(const RuntimeProvider *p, const JobPaths *paths);
 /* supervise-finish.c: unmounts and removes the job's runtime directory; idempotent. */

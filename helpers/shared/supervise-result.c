@@ -129,7 +129,7 @@ static int collect(Job *j, int staged_fd, json_object *result) {
 
 /* A refused or failed job may never have hashed its input: do it now, from the checkout as it is. */
 static void ensure_input_sha(Job *j) {
-        if (j->input.hex[0] || !j->spec_buf)
+        if (j->input.hex[0] || j->input.fixed || !j->spec_buf)
                 return;
         if (j->input.started) {
                 pthread_join(j->input.thread, NULL);

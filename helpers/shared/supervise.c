@@ -85,6 +85,9 @@ static int job_accept(Job *j) {
         r = j->provider->check(&err);
         if (r < 0)
                 return set_reason(j, err ?: "backend cannot run here") ?: -EOPNOTSUPP;
+        r = job_bundle_extract(j, &err);
+        if (r < 0)
+                return set_reason(j, err ?: "bundle: refused") ?: r;
         r = job_broker_check(j, &err);
         if (r < 0)
                 return set_reason(j, err ?: "credentials: refused") ?: r;

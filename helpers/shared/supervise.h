@@ -49,6 +49,7 @@ typedef struct InputHash {
         int checkout_fd;
         int r;
         char hex[SHA256_HEX_SIZE];
+        bool fixed;        /* hex is the bundle's hash, set at extraction: nothing to compute */
 } InputHash;
 
 typedef struct Job {

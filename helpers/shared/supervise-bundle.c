@@ -1,0 +1,75 @@
+/* supervise-bundle.c: jobs whose source arrives as an encrypted bundle. Before anything runs, the
+ * supervisor opens the bundle with the worker's sealing key (a systemd credential) for exactly this job,
+ * decrypting while extracting into a fresh private checkout under the job's spool; the checkout is then
+ * staged like any other, and the job's input_sha is the hash of the bundle exactly as issued. A bundle
+ * for another worker or job, altered, truncated, or carrying anything hostile is a refusal. */
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "bundle.h"
+#include "errmsg.h"
+#include "config.h"
+#include "fileio.h"
+#include "keys.h"
+#include "log.h"
+#include "supervise-launch.h"
+
+static int load_seal_keys(uint8_t **ret_sk, uint8_t pk[KEY_SEAL_PUBLIC_SIZE]) {
+        const char *creds = getenv("CREDENTIALS_DIRECTORY");
+        _cleanup_free_ char *skp = NULL, *pkp = NULL;
+        int r;
+
+        if (asprintf(&skp, "%s/%s", creds ?: POND_KEYDIR, creds ? "pond-seal.key" : "seal.key") < 0 ||
+            asprintf(&pkp, "%s/%s", creds ?: POND_KEYDIR, creds ? "pond-seal.pub" : "seal.pub") < 0)
+                return -ENOMEM;
+        r = key_load_secret(skp, KEY_SEAL_SECRET_SIZE, ret_sk);
+        if (r < 0)
+                return log_error_errno(r, "Cannot load the sealing key %s: %m", skp);
+        r = key_load_public(pkp, KEY_SEAL_PUBLIC_SIZE, pk);
+        if (r < 0)
+                return log_error_errno(r, "Cannot load the sealing public key %s: %m", pkp);
+        return 0;
+}
+
+char *job_bundle_checkout(const JobPaths *p) {
+        char *d = NULL;
+        return asprintf(&d, "%s/checkout", p->spool) < 0 ? NULL : d;
+}
+
+int job_bundle_extract(Job *j, char **ret_error) {
+        _cleanup_free_ char *dest = job_bundle_checkout(&j->paths), *err = NULL;
+        _cleanup_close_ int bfd = -EBADF, dfd = -EBADF;
+        _cleanup_secret_ uint8_t *sk = NULL;
+        uint8_t pk[KEY_SEAL_PUBLIC_SIZE];
+        int r;
+
+        if (!j->spec->bundle)
+                return 0;
+        if (!dest)
+                return -ENOMEM;
+        r = load_seal_keys(&sk, pk);
+        if (r < 0)
+                return error_set(ret_error, r, "bundle: this worker's sealing key is not available");
+        bfd = open(j->spec->bundle, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+        if (bfd < 0)
+                return error_set(ret_error, -errno, "bundle: cannot open %s: %s", j->spec->bundle, strerror(errno));
+        /* A leftover from an earlier, interrupted run of this job is never reused. */
+        (void) rm_rf_at(AT_FDCWD, dest);
+        if (mkdir(dest, 0700) < 0)
+                return error_set(ret_error, -errno, "bundle: cannot create %s: %s", dest, strerror(errno));
+        dfd = open(dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (dfd < 0)
+                r = -errno;
+        else
+                r = bundle_extract(bfd, pk, sk, j->id, dfd, NULL, j->input.hex, &err);
+        if (r < 0) {
+                j->input.hex[0] = 0;
+                (void) rm_rf_at(AT_FDCWD, dest);
+                return error_set(ret_error, r, "bundle: refused: %s", err ?: strerror(-r));
+        }
+        j->input.fixed = true;
+        free(j->spec->checkout);
+        j->spec->checkout = TAKE_PTR(dest);
+        return 0;
+}
