@@ -7,6 +7,7 @@
 #include <systemd/sd-journal.h>
 
 #include "audit.h"
+#include "journal-record.h"
 #include "messages.h"
 
 static const struct {
@@ -29,33 +30,10 @@ const char *pond_event_to_string(PondEvent e) {
         return e >= 0 && e < _POND_EVENT_MAX ? event_table[e].name : NULL;
 }
 
-/* systemd sets JOURNAL_STREAM=dev:ino when stderr is connected to the journal. */
-static bool stderr_is_journal(void) {
-        const char *e = getenv("JOURNAL_STREAM");
-        unsigned long long dev, ino;
-        struct stat st;
-
-        if (!e || sscanf(e, "%llu:%llu", &dev, &ino) != 2 || fstat(STDERR_FILENO, &st) < 0)
-                return false;
-        return st.st_dev == (dev_t) dev && st.st_ino == (ino_t) ino;
-}
-
-#define FIELD(iov, n, ...)                                                       \
-        do {                                                                     \
-                char *_s = NULL;                                                 \
-                if (asprintf(&_s, __VA_ARGS__) >= 0) {                           \
-                        iov[n].iov_base = _s;                                    \
-                        iov[n].iov_len = strlen(_s);                             \
-                        n++;                                                     \
-                }                                                                \
-        } while (0)
-
 int audit_event(const AuditContext *ctx, PondEvent e, int rc, const char *fmt, ...) {
-        struct iovec iov[10];
+        JournalRecord f = {};
         char message[2048];
-        size_t n = 0;
         va_list ap;
-        int r;
 
         if (e < 0 || e >= _POND_EVENT_MAX)
                 return -EINVAL;
@@ -66,23 +44,13 @@ int audit_event(const AuditContext *ctx, PondEvent e, int rc, const char *fmt, .
 #pragma GCC diagnostic pop
         va_end(ap);
 
-        FIELD(iov, n, "MESSAGE=%s", message);
-        FIELD(iov, n, "MESSAGE_ID=%s", event_table[e].message_id);
-        FIELD(iov, n, "PRIORITY=%d", event_table[e].priority);
-        FIELD(iov, n, "SYSLOG_IDENTIFIER=pond");
-        FIELD(iov, n, "POND_EVENT=%s", event_table[e].name);
-        FIELD(iov, n, "POND_JOB_ID=%s", ctx->job_id ?: "");
+        journal_record_head(&f, message, event_table[e].message_id, event_table[e].priority, "pond",
+                            event_table[e].name, ctx->job_id);
         if (ctx->profile)
-                FIELD(iov, n, "POND_PROFILE=%s", ctx->profile);
+                journal_record_add(&f, "POND_PROFILE=%s", ctx->profile);
         if (ctx->backend)
-                FIELD(iov, n, "POND_BACKEND=%s", ctx->backend);
+                journal_record_add(&f, "POND_BACKEND=%s", ctx->backend);
         if (rc > AUDIT_NO_RC)
-                FIELD(iov, n, "POND_RC=%d", rc);
-
-        r = sd_journal_sendv(iov, (int) n);
-        for (size_t i = 0; i < n; i++)
-                free(iov[i].iov_base);
-        if (!stderr_is_journal())
-                fprintf(stderr, "pond[%s] %s: %s\n", ctx->job_id ?: "-", event_table[e].name, message);
-        return r;
+                journal_record_add(&f, "POND_RC=%d", rc);
+        return journal_record_send(&f, "pond", ctx->job_id, message);
 }

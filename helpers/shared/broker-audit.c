@@ -9,6 +9,7 @@
 #include <systemd/sd-journal.h>
 
 #include "broker-audit.h"
+#include "journal-record.h"
 #include "broker-price.h"
 
 static const struct {
@@ -24,37 +25,6 @@ static const struct {
 
 const char *broker_event_to_string(BrokerEvent e) {
         return e >= 0 && e < _BROKER_EVENT_MAX ? event_table[e].name : NULL;
-}
-
-static bool stderr_is_journal(void) {
-        const char *e = getenv("JOURNAL_STREAM");
-        unsigned long long dev, ino;
-        struct stat st;
-
-        if (!e || sscanf(e, "%llu:%llu", &dev, &ino) != 2 || fstat(STDERR_FILENO, &st) < 0)
-                return false;
-        return st.st_dev == (dev_t) dev && st.st_ino == (ino_t) ino;
-}
-
-typedef struct Fields {
-        struct iovec iov[24];
-        size_t n;
-} Fields;
-
-static void add(Fields *f, const char *fmt, ...) _printf_(2, 3);
-static void add(Fields *f, const char *fmt, ...) {
-        va_list ap;
-        char *s;
-
-        if (f->n >= ELEMENTSOF(f->iov))
-                return;
-        va_start(ap, fmt);
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wformat-nonliteral"
-        if (vasprintf(&s, fmt, ap) >= 0)
-                f->iov[f->n++] = (struct iovec) { s, strlen(s) };
-#pragma GCC diagnostic pop
-        va_end(ap);
 }
 
 static void format_cost(uint64_t nanocents, char buf[32]) {
@@ -76,48 +46,38 @@ static void format_message(BrokerEvent e, const BrokerAuditRecord *r, char *buf,
                          r->bytes_up, r->bytes_down, r->input_tokens, r->output_tokens, cost);
 }
 
-static void add_fields(Fields *f, const BrokerAuditRecord *r) {
+static void add_fields(JournalRecord *f, const BrokerAuditRecord *r) {
         char cost[32];
 
         if (r->request)
-                add(f, "POND_BROKER_REQUEST=%" PRIu64, r->request);
+                journal_record_add(f, "POND_BROKER_REQUEST=%" PRIu64, r->request);
         if (r->credential)
-                add(f, "POND_BROKER_CREDENTIAL=%s", r->credential);
+                journal_record_add(f, "POND_BROKER_CREDENTIAL=%s", r->credential);
         if (r->method)
-                add(f, "POND_BROKER_METHOD=%s", r->method);
+                journal_record_add(f, "POND_BROKER_METHOD=%s", r->method);
         if (r->path)
-                add(f, "POND_BROKER_PATH=%s", r->path);
+                journal_record_add(f, "POND_BROKER_PATH=%s", r->path);
         if (r->status)
-                add(f, "POND_BROKER_STATUS=%d", r->status);
+                journal_record_add(f, "POND_BROKER_STATUS=%d", r->status);
         if (r->reason)
-                add(f, "POND_BROKER_REASON=%s", r->reason);
+                journal_record_add(f, "POND_BROKER_REASON=%s", r->reason);
         format_cost(r->cost, cost);
-        add(f, "POND_BROKER_BYTES_UP=%" PRIu64, r->bytes_up);
-        add(f, "POND_BROKER_BYTES_DOWN=%" PRIu64, r->bytes_down);
-        add(f, "POND_BROKER_INPUT_TOKENS=%" PRIu64, r->input_tokens);
-        add(f, "POND_BROKER_OUTPUT_TOKENS=%" PRIu64, r->output_tokens);
-        add(f, "POND_BROKER_COST_CENTS=%s", cost);
+        journal_record_add(f, "POND_BROKER_BYTES_UP=%" PRIu64, r->bytes_up);
+        journal_record_add(f, "POND_BROKER_BYTES_DOWN=%" PRIu64, r->bytes_down);
+        journal_record_add(f, "POND_BROKER_INPUT_TOKENS=%" PRIu64, r->input_tokens);
+        journal_record_add(f, "POND_BROKER_OUTPUT_TOKENS=%" PRIu64, r->output_tokens);
+        journal_record_add(f, "POND_BROKER_COST_CENTS=%s", cost);
 }
 
 int broker_audit(BrokerEvent e, const BrokerAuditRecord *r) {
         char message[1024];
-        Fields f = {};
-        int k;
+        JournalRecord f = {};
 
         if (e < 0 || e >= _BROKER_EVENT_MAX)
                 return -EINVAL;
         format_message(e, r, message, sizeof message);
-        add(&f, "MESSAGE=%s", message);
-        add(&f, "MESSAGE_ID=%s", event_table[e].message_id);
-        add(&f, "PRIORITY=%d", event_table[e].priority);
-        add(&f, "SYSLOG_IDENTIFIER=pond-broker");
-        add(&f, "POND_EVENT=%s", event_table[e].name);
-        add(&f, "POND_JOB_ID=%s", r->job_id ?: "");
+        journal_record_head(&f, message, event_table[e].message_id, event_table[e].priority, "pond-broker",
+                            event_table[e].name, r->job_id);
         add_fields(&f, r);
-        k = sd_journal_sendv(f.iov, (int) f.n);
-        if (!stderr_is_journal())
-                fprintf(stderr, "pond-broker[%s]: %s\n", r->job_id ?: "", message);
-        for (size_t i = 0; i < f.n; i++)
-                free(f.iov[i].iov_base);
-        return k;
+        return journal_record_send(&f, "pond-broker", r->job_id, message);
 }
