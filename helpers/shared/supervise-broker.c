@@ -151,17 +151,8 @@ int job_broker_start(Job *j) {
 }
 
 int job_broker_wait(Job *j) {
-        int r;
-
-        if (!j->broker_starting)
-                return 0;
-        r = unit_start_finish(j->bus, TAKE_PTR(j->broker_starting));
-        if (r < 0) {
-                j->reason = strdup("the credential broker did not start (a credential may not open for this "
-                                   "job and worker: see the journal of pond-broker@ID)");
-                return log_error_errno(r, "The broker of %s did not start: %m", j->id);
-        }
-        return 0;
+        return sidecar_wait(j, &j->broker_starting, "credential broker (a credential may not open for this job "
+                            "and worker)");
 }
 
 static char *stats_path(const char *id) {
@@ -182,18 +173,10 @@ bool job_broker_ceiling_hit(const Job *j) {
 }
 
 int job_broker_stop(sd_bus *bus, const JobPaths *paths, json_object **ret_stats) {
-        _cleanup_free_ char *unit = NULL, *stats = stats_path(paths->id), *runtime = NULL, *dir = broker_dir(paths),
-                            *buf = NULL;
-        size_t len;
-        int r;
+        _cleanup_free_ char *unit = NULL, *runtime = NULL, *dir = broker_dir(paths);
 
-        if (!stats || !dir || asprintf(&unit, "pond-broker@%s.service", paths->id) < 0 ||
+        if (!dir || asprintf(&unit, "pond-broker@%s.service", paths->id) < 0 ||
             asprintf(&runtime, "/run/pond-broker/%s", paths->id) < 0)
                 return -ENOMEM;
-        r = bus ? unit_stop(bus, unit) : -ENOTCONN;
-        if (ret_stats && read_full_file(stats, 64 * 1024, &buf, &len) >= 0)
-                (void) json_parse_strict(buf, len, 64 * 1024, 4, ret_stats, NULL);
-        (void) rm_rf_at(AT_FDCWD, runtime);
-        (void) rm_rf_at(AT_FDCWD, dir);
-        return r;
+        return sidecar_stop(bus, unit, runtime, dir, ret_stats);
 }

@@ -109,32 +109,16 @@ int job_egress_start(Job *j) {
 
 /* Before the payload may run: the proxy is up, or the job does not run (fail closed). */
 int job_egress_wait(Job *j) {
-        int r;
-
-        if (!j->egress_starting)
-                return 0;
-        r = unit_start_finish(j->bus, TAKE_PTR(j->egress_starting));
-        if (r < 0) {
-                j->reason = strdup("the egress proxy did not start (see the journal of pond-egress@ID)");
-                return log_error_errno(r, "The egress proxy of %s did not start: %m", j->id);
-        }
-        return 0;
+        return sidecar_wait(j, &j->egress_starting, "egress proxy");
 }
 
 /* Stops the proxy (its final counts are written on SIGTERM), returns them as JSON if asked and found, and
  * removes its configuration and preserved runtime directory. Idempotent. */
 int job_egress_stop(sd_bus *bus, const JobPaths *paths, json_object **ret_stats) {
-        _cleanup_free_ char *unit = NULL, *runtime = NULL, *stats = NULL, *dir = NULL, *buf = NULL;
-        size_t len;
-        int r;
+        _cleanup_free_ char *unit = NULL, *runtime = NULL, *dir = NULL;
 
         if (egress_unit(paths->id, &unit) < 0 || asprintf(&runtime, "/run/pond-egress/%s", paths->id) < 0 ||
-            asprintf(&stats, "%s/stats.json", runtime) < 0 || asprintf(&dir, "%s/egress/%s", paths->rundir, paths->id) < 0)
+            asprintf(&dir, "%s/egress/%s", paths->rundir, paths->id) < 0)
                 return -ENOMEM;
-        r = bus ? unit_stop(bus, unit) : -ENOTCONN;
-        if (ret_stats && read_full_file(stats, 64 * 1024, &buf, &len) >= 0)
-                (void) json_parse_strict(buf, len, 64 * 1024, 4, ret_stats, NULL);
-        (void) rm_rf_at(AT_FDCWD, runtime);
-        (void) rm_rf_at(AT_FDCWD, dir);
-        return r;
+        return sidecar_stop(bus, unit, runtime, dir, ret_stats);
 }

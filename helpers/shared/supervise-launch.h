@@ -9,6 +9,10 @@ int job_launch(Job *j);
 int job_run_loop(Job *j);
 /* supervise-finish.c: outcome, runtime and scope removal, artifacts, signed result. Returns the exit code. */
 int job_finish(Job *j, int r);
+/* supervise-sidecar.c: waiting for a sidecar unit's start (fail closed), stopping it and reading its totals. */
+int sidecar_wait(Job *j, UnitStart **starting, const char *what);
+int sidecar_stop(sd_bus *bus, const char *unit, const char *runtime_dir, const char *config_dir,
+                 json_object **ret_stats);
 /* supervise-egress.c: the job's CONNECT proxy unit (allowlist posture only). */
 int job_egress_start(Job *j);
 int job_egress_wait(Job *j);
