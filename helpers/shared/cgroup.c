@@ -27,20 +27,13 @@ static int sum_v1(int dirfd, int depth, uint64_t *sum) {
         _cleanup_closedir_ DIR *d = NULL;
         struct dirent *de;
         uint64_t v;
-        int fd;
 
         if (depth > 32)
                 return -ELOOP;
         if (read_counter(dirfd, "memory.oom_control", "oom_kill", &v) >= 0)
                 *sum += v;
-        fd = dup(dirfd);
-        if (fd < 0)
-                return -errno;
-        d = fdopendir(fd);
-        if (!d) {
-                safe_close(fd);
-                return -errno;
-        }
+        if (opendir_fd(dirfd, &d) < 0)
+                return 0; /* an unreadable child adds nothing */
         while ((de = readdir(d))) {
                 if (de->d_type != DT_DIR || de->d_name[0] == '.')
                         continue;

@@ -98,6 +98,21 @@ int write_file_atomic_at(int dirfd, const char *name, const void *buf, size_t le
         return 0;
 }
 
+int opendir_fd(int dirfd, DIR **ret) {
+        int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d;
+
+        if (fd < 0)
+                return -errno;
+        d = fdopendir(fd);
+        if (!d) {
+                safe_close(fd);
+                return -ENOMEM;
+        }
+        *ret = d;
+        return 0;
+}
+
 int mkdir_p(const char *path, mode_t mode) {
         char buf[PATH_MAX];
         size_t n = strlen(path);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <stddef.h>
+#include <dirent.h>
 #include <sys/types.h>
 
 /* Reads a regular file (anything else: -EBADFD; a symlink as the last component is not followed) of at
@@ -16,6 +17,10 @@ static inline int read_full_file(const char *path, size_t max, char **ret, size_
 int write_file_atomic_at(int dirfd, const char *name, const void *buf, size_t len, mode_t mode);
 
 int write_all(int fd, const void *buf, size_t len);
+
+/* A directory stream of its own on the directory dirfd refers to (a fresh open of ".", so reading it
+ * moves no offset of dirfd's); dirfd stays the caller's. */
+int opendir_fd(int dirfd, DIR **ret);
 int mkdir_p(const char *path, mode_t mode);
 
 /* Removes a tree below dirfd's entry name without following symlinks and without crossing into another

@@ -10,6 +10,7 @@
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 
+#include "fileio.h"
 #include "hash.h"
 #include "macro.h"
 
@@ -46,20 +47,6 @@ int openat_beneath(int dirfd, const char *path, int flags, mode_t mode) {
         if (fd < 0)
                 return negative_errno();
         return (int) fd;
-}
-
-static int write_all(int fd, const uint8_t *p, size_t n) {
-        while (n > 0) {
-                ssize_t k = write(fd, p, n);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return negative_errno();
-                }
-                p += k;
-                n -= (size_t) k;
-        }
-        return 0;
 }
 
 int hash_fd(int fd, int copy_fd, uint64_t max_bytes, uint8_t ret_digest[SHA256_SIZE], uint64_t *ret_size) {
@@ -218,18 +205,13 @@ static int tree_walk_entry(TreeWalk *w, int dirfd, const char *prefix, const cha
 static int tree_walk_dir(TreeWalk *w, int dirfd, const char *prefix, unsigned depth) {
         _cleanup_closedir_ DIR *d = NULL;
         _cleanup_free_ char *pfx = prefix ? strdup(prefix) : NULL; /* w->records may move under us */
-        int fd, r;
+        int r;
 
         if (prefix && !pfx)
                 return -ENOMEM;
-        fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return negative_errno();
-        d = fdopendir(fd);
-        if (!d) {
-                safe_close(fd);
-                return -ENOMEM;
-        }
+        r = opendir_fd(dirfd, &d);
+        if (r < 0)
+                return r;
         for (;;) {
                 errno = 0;
                 struct dirent *de = readdir(d);

@@ -62,18 +62,13 @@ int result_stage_open(int results_dirfd, const char *job_id, int *ret_staged_dir
 /* fsync()s every regular file and directory below fd, then fd itself. */
 static int fsync_tree(int fd, unsigned depth) {
         _cleanup_closedir_ DIR *d = NULL;
-        int dfd, r;
+        int r;
 
         if (depth >= RESULT_WALK_MAX_DEPTH)
                 return -ELOOP;
-        dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0)
-                return negative_errno();
-        d = fdopendir(dfd);
-        if (!d) {
-                safe_close(dfd);
-                return -ENOMEM;
-        }
+        r = opendir_fd(fd, &d);
+        if (r < 0)
+                return r;
         for (struct dirent *de; (errno = 0, de = readdir(d));) {
                 struct stat st;
                 if (streq(de->d_name, ".") || streq(de->d_name, ".."))
@@ -300,18 +295,13 @@ static int verify_one_artifact(int artdir, json_object *a, char **ret_error) {
 /* Counts the regular files below fd, refusing anything neither a file nor a directory; stops past max. */
 static int count_files(int fd, unsigned depth, size_t max, size_t *n) {
         _cleanup_closedir_ DIR *d = NULL;
-        int dfd, r;
+        int r;
 
         if (depth >= RESULT_WALK_MAX_DEPTH)
                 return -ELOOP;
-        dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0)
-                return negative_errno();
-        d = fdopendir(dfd);
-        if (!d) {
-                safe_close(dfd);
-                return -ENOMEM;
-        }
+        r = opendir_fd(fd, &d);
+        if (r < 0)
+                return r;
         for (struct dirent *de; *n <= max && (errno = 0, de = readdir(d));) {
                 struct stat st;
                 if (streq(de->d_name, ".") || streq(de->d_name, ".."))
