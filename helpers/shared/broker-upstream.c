@@ -223,6 +223,8 @@ int broker_upstream_start(BrokerServer *s, BrokerRequest *req, struct curl_slist
 
 /* One round: let curl work, wait for its sockets (at most 1 s, so stopping is noticed). */
 static int pump(BrokerUpstream *u) {
+        size_t len_before = u->len;
+        bool head_before = u->head_done;
         int running = 0, left;
         CURLMsg *m;
 
@@ -238,6 +240,11 @@ static int pump(BrokerUpstream *u) {
                 broker_usage_finish(&u->usage);
                 return 0;
         }
+        /* Progress (bytes, the head, or a pause because the buffer is full) goes back to the reader at
+         * once: waiting here would hold each SSE event until the next, and a paused transfer's socket is
+         * not polled at all, so the wait would run to curl's timer (up to 1 s per 256 KiB). */
+        if (u->len != len_before || u->head_done != head_before || u->paused)
+                return 0;
         return curl_multi_poll(u->multi, NULL, 0, 1000, NULL) == CURLM_OK ? 0 : -EIO;
 }
 
