@@ -16,12 +16,10 @@
 #include "supervise-launch.h"
 
 static int load_seal_keys(uint8_t **ret_sk, uint8_t pk[KEY_SEAL_PUBLIC_SIZE]) {
-        const char *creds = getenv("CREDENTIALS_DIRECTORY");
-        _cleanup_free_ char *skp = NULL, *pkp = NULL;
+        _cleanup_free_ char *skp = job_worker_key_path("seal.key"), *pkp = job_worker_key_path("seal.pub");
         int r;
 
-        if (asprintf(&skp, "%s/%s", creds ?: POND_KEYDIR, creds ? "pond-seal.key" : "seal.key") < 0 ||
-            asprintf(&pkp, "%s/%s", creds ?: POND_KEYDIR, creds ? "pond-seal.pub" : "seal.pub") < 0)
+        if (!skp || !pkp)
                 return -ENOMEM;
         r = key_load_secret(skp, KEY_SEAL_SECRET_SIZE, ret_sk);
         if (r < 0)

@@ -31,12 +31,9 @@ static bool result_exists(const JobPaths *paths, const char *id) {
 }
 
 static void write_failed_result(Job *j) {
-        const char *creds = getenv("CREDENTIALS_DIRECTORY");
-        _cleanup_free_ char *key = NULL, *spec = NULL;
-        _cleanup_free_ char *err = NULL;
+        _cleanup_free_ char *spec = NULL, *err = NULL;
 
-        if (asprintf(&key, "%s/%s", creds ?: POND_KEYDIR, creds ? "pond-sign.key" : "sign.key") < 0 ||
-            key_load_secret(key, KEY_SIGN_SECRET_SIZE, &j->sign_sk) < 0)
+        if (job_load_signing_key(j) < 0)
                 return;
         if (asprintf(&spec, "%s/job.json", j->paths.spool) >= 0 &&
             read_full_file(spec, 1024 * 1024, &j->spec_buf, &j->spec_len) >= 0)

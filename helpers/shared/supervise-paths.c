@@ -35,6 +35,17 @@ int job_paths_init(JobPaths *p, const char *id) {
         return 0;
 }
 
+/* The worker's key files reach a unit as systemd credentials named pond-FILE (LoadCredential=); run by
+ * hand (tests, the demo) the supervisor reads them from the key directory. */
+char *job_worker_key_path(const char *file) {
+        const char *creds = getenv("CREDENTIALS_DIRECTORY");
+        char *p = NULL;
+
+        if (asprintf(&p, creds ? "%s/pond-%s" : "%s/%s", creds ?: POND_KEYDIR, file) < 0)
+                return NULL;
+        return p;
+}
+
 void job_paths_done(JobPaths *p) {
         free(p->spool);
         free(p->results);

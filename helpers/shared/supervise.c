@@ -27,12 +27,11 @@ static int set_reason(Job *j, const char *why) {
 }
 
 /* The signing key arrives as a systemd credential; outside a unit (tests, the demo) from the key dir. */
-static int load_signing_key(Job *j) {
-        const char *creds = getenv("CREDENTIALS_DIRECTORY");
-        _cleanup_free_ char *path = NULL;
+int job_load_signing_key(Job *j) {
+        _cleanup_free_ char *path = job_worker_key_path("sign.key");
         int r;
 
-        if (asprintf(&path, "%s/%s", creds ?: POND_KEYDIR, creds ? "pond-sign.key" : "sign.key") < 0)
+        if (!path)
                 return -ENOMEM;
         r = key_load_secret(path, KEY_SIGN_SECRET_SIZE, &j->sign_sk);
         if (r < 0)
@@ -159,7 +158,7 @@ int supervise(const char *job_id) {
                 return POND_RUN_EXIT_FAILED;
         }
         /* Without a key no result can be trusted: refuse to run at all. */
-        r = load_signing_key(&j);
+        r = job_load_signing_key(&j);
         if (r < 0) {
                 set_reason(&j, "the worker's signing key is not available");
                 audit_event(&j.audit, POND_EVENT_FAILED, AUDIT_NO_RC, "%s", j.reason);

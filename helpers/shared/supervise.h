@@ -99,6 +99,10 @@ int supervise_cleanup(const char *job_id);
 /* supervise-paths.c */
 int job_paths_init(JobPaths *p, const char *job_id);
 void job_paths_done(JobPaths *p);
+char *job_worker_key_path(const char *file);
+
+/* supervise.c */
+int job_load_signing_key(Job *j);
 
 /* supervise-result.c */
 int job_write_result(Job *j, const char *status);
