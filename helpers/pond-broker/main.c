@@ -1,20 +1,19 @@
 /* pond-broker: the per-job credential broker, run by pond-broker@ID.service. Options into arg_*, the
- * configuration and price table, the credentials' secrets, the listening socket (from the configuration
- * or socket activation), then the server in broker-server.c. See docs/broker.md. */
+ * configuration and price table, the credentials' secrets, the listening socket (from the
+ * configuration), then the server in broker-server.c. See docs/broker.md. */
 #include <getopt.h>
 #include <inttypes.h>
 #include <sodium.h>
-#include <systemd/sd-daemon.h>
 
 #include "broker-config.h"
 #include "broker-price.h"
 #include "broker-server.h"
 #include "config.h"
-#include "egress-proxy.h"
 #include "fileio.h"
 #include "keys.h"
 #include "log.h"
 #include "seal.h"
+#include "socket-util.h"
 
 #define TEST_SECRETS_MAX BROKER_CREDENTIALS_MAX
 
@@ -189,26 +188,6 @@ static int load_secrets(BrokerConfig *config) {
         return 0;
 }
 
-/* The configuration's listen address, or exactly one stream socket from systemd. */
-static int get_listen_fd(const BrokerConfig *config, int *ret) {
-        int n = sd_listen_fds(true), r;
-
-        if (n < 0)
-                return log_error_errno(n, "Failed to get sockets from systemd: %m");
-        if (n > 1 || (n == 1 && sd_is_socket(SD_LISTEN_FDS_START, 0, SOCK_STREAM, 1) <= 0))
-                return log_error_errno(EINVAL, "Expected one listening stream socket from systemd, got %d.", n);
-        if (n == 1) {
-                *ret = SD_LISTEN_FDS_START;
-                return 0;
-        }
-        if (!config->listen)
-                return log_error_errno(EINVAL, "Neither 'listen' in the configuration nor a socket from systemd.");
-        r = egress_listen(config->listen, ret);
-        if (r < 0)
-                return log_error_errno(r, "Failed to listen on '%s' (ADDR:PORT or [V6]:PORT): %m", config->listen);
-        return 0;
-}
-
 static int run(BrokerConfig *config, BrokerPrices *prices) {
         _cleanup_free_ char *error = NULL;
         BrokerOptions o = { .config = config, .prices = prices, .ca_file = arg_ca_file,
@@ -226,9 +205,11 @@ static int run(BrokerConfig *config, BrokerPrices *prices) {
         r = load_secrets(config);
         if (r < 0)
                 return r;
-        r = get_listen_fd(config, &o.listen_fd);
+        if (!config->listen)
+                return log_error_errno(EINVAL, "The configuration has no 'listen' address.");
+        r = socket_listen_tcp(config->listen, &o.listen_fd);
         if (r < 0)
-                return r;
+                return log_error_errno(r, "Failed to listen on '%s' (ADDR:PORT or [V6]:PORT): %m", config->listen);
         log_info("Job %s: %zu credentials, budget %" PRIu64 " cents, listening.", config->job_id,
                  config->n_credentials, config->max_cost_cents);
         r = broker_server_run(&o);

@@ -1,5 +1,5 @@
 /* pond-egress: the per-job HTTPS CONNECT proxy, run by pond-egress@ID.service. Options into arg_*, the
- * listening socket (--listen or socket activation), then the loop in egress-proxy.c. See docs/egress.md. */
+ * listening socket (--listen), then the loop in egress-proxy.c. See docs/egress.md. */
 #include <getopt.h>
 #include <systemd/sd-daemon.h>
 
@@ -7,6 +7,7 @@
 #include "egress-proxy.h"
 #include "jobid.h"
 #include "log.h"
+#include "socket-util.h"
 
 #define ALLOW_FILES_MAX 8
 
@@ -16,7 +17,7 @@ static const char *arg_allow_files[ALLOW_FILES_MAX];
 static size_t arg_n_allow_files;
 
 static void help(void) {
-        printf("Usage: pond-egress --job-id ID (--listen ADDR:PORT | socket activation) --allow-file FILE...\n"
+        printf("Usage: pond-egress --job-id ID --listen ADDR:PORT --allow-file FILE...\n"
                "                   (--hosts-file FILE | --dns-server ADDR[:PORT]) [OPTIONS]\n\n"
                "The per-job HTTPS CONNECT proxy of pond. Normally started by pond-egress@ID.service.\n\n"
                "  --allow-file FILE       JSON {\"allow_hosts\": [...]}; repeatable (policy defaults, job)\n"
@@ -134,33 +135,11 @@ static int parse_argv(int argc, char *argv[]) {
         }
         if (optind != argc)
                 return log_error_errno(EINVAL, "Unexpected argument '%s'.", argv[optind]);
-        if (!arg_config.job_id || arg_n_allow_files == 0)
-                return log_error_errno(EINVAL, "--job-id and --allow-file are required.");
+        if (!arg_config.job_id || !arg_listen || arg_n_allow_files == 0)
+                return log_error_errno(EINVAL, "--job-id, --listen and --allow-file are required.");
         if (!!arg_config.hosts_file == !!arg_config.dns_server)
                 return log_error_errno(EINVAL, "Exactly one of --hosts-file and --dns-server is required.");
         return 1;
-}
-
-/* --listen, or exactly one stream socket from systemd (pond-egress@.socket). */
-static int get_listen_fd(int *ret) {
-        int n = sd_listen_fds(true);
-
-        if (n < 0)
-                return log_error_errno(n, "Failed to get sockets from systemd: %m");
-        if (n > 0 && arg_listen)
-                return log_error_errno(EINVAL, "--listen given, but systemd passed %d sockets.", n);
-        if (n > 1 || (n == 1 && sd_is_socket(SD_LISTEN_FDS_START, 0, SOCK_STREAM, 1) <= 0))
-                return log_error_errno(EINVAL, "Expected one listening stream socket from systemd, got %d.", n);
-        if (n == 1) {
-                *ret = SD_LISTEN_FDS_START;
-                return 0;
-        }
-        if (!arg_listen)
-                return log_error_errno(EINVAL, "Neither --listen nor a socket from systemd.");
-        n = egress_listen(arg_listen, ret);
-        if (n < 0)
-                return log_error_errno(n, "Failed to listen on '%s' (ADDR:PORT or [V6]:PORT): %m", arg_listen);
-        return 0;
 }
 
 static int run(void) {
@@ -176,9 +155,9 @@ static int run(void) {
         r = egress_local_addrs_load(&arg_config.local);
         if (r < 0)
                 return log_error_errno(r, "Failed to list the host's addresses: %m");
-        r = get_listen_fd(&arg_config.listen_fd);
+        r = socket_listen_tcp(arg_listen, &arg_config.listen_fd);
         if (r < 0)
-                return r;
+                return log_error_errno(r, "Failed to listen on '%s' (ADDR:PORT or [V6]:PORT): %m", arg_listen);
         log_info("Job %s: %zu allowed host patterns, %zu ports, listening.", arg_config.job_id,
                  egress_allow_size(&arg_config.allow), arg_config.n_ports);
         (void) sd_notify(false, "READY=1");

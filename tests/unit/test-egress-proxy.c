@@ -12,6 +12,7 @@
 
 #include "egress-proxy.h"
 #include "fileio.h"
+#include "socket-util.h"
 #include "tests.h"
 
 TEST_MAIN();
@@ -131,7 +132,7 @@ static pid_t start_proxy(const char *dns_server, const char *listen) {
                 c.dns_server = dns_server;
                 c.stats_file = dns_server ? NULL : stats;
                 if (r < 0 || egress_parse_ports("443,4443", &c) < 0 || egress_local_addrs_load(&c.local) < 0 ||
-                    egress_listen(listen, &c.listen_fd) < 0)
+                    socket_listen_tcp(listen, &c.listen_fd) < 0)
                         _exit(2);
                 c.idle_timeout_usec = 5 * 1000000ULL;
                 _exit(egress_proxy_run(&c) < 0 ? 3 : 0);

@@ -11,6 +11,7 @@
 #include "egress-proxy-internal.h"
 #include "fileio.h"
 #include "log.h"
+#include "socket-util.h"
 
 void egress_config_init(EgressConfig *c) {
         *c = (EgressConfig) {
@@ -29,21 +30,6 @@ void egress_config_done(EgressConfig *c) {
         egress_local_addrs_done(&c->local);
 }
 
-static int parse_u16(const char *s, size_t n, uint16_t *ret) {
-        unsigned v = 0;
-
-        if (n == 0 || n > 5 || s[0] == '0')
-                return -EINVAL;
-        for (size_t i = 0; i < n; i++) {
-                if (s[i] < '0' || s[i] > '9')
-                        return -EINVAL;
-                v = v * 10 + (unsigned) (s[i] - '0');
-        }
-        if (v > 65535)
-                return -EINVAL;
-        *ret = (uint16_t) v;
-        return 0;
-}
 
 int egress_parse_ports(const char *s, EgressConfig *c) {
         uint16_t ports[EGRESS_PORTS_MAX];
@@ -51,7 +37,7 @@ int egress_parse_ports(const char *s, EgressConfig *c) {
 
         for (const char *p = s;;) {
                 size_t l = strcspn(p, ",");
-                if (n >= EGRESS_PORTS_MAX || parse_u16(p, l, &ports[n]) < 0)
+                if (n >= EGRESS_PORTS_MAX || parse_port(p, l, &ports[n]) < 0)
                         return -EINVAL;
                 n++;
                 if (!p[l])
@@ -60,58 +46,6 @@ int egress_parse_ports(const char *s, EgressConfig *c) {
         }
         memcpy(c->ports, ports, n * sizeof ports[0]);
         c->n_ports = n;
-        return 0;
-}
-
-static int parse_listen(const char *s, struct sockaddr_storage *ret, socklen_t *ret_len) {
-        const char *colon = strrchr(s, ':');
-        char host[INET6_ADDRSTRLEN + 2];
-        struct sockaddr_in *s4 = (struct sockaddr_in *) ret;
-        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *) ret;
-        uint16_t port;
-        size_t hl;
-
-        if (!colon || parse_u16(colon + 1, strlen(colon + 1), &port) < 0)
-                return -EINVAL;
-        hl = (size_t) (colon - s);
-        if (hl >= sizeof host)
-                return -EINVAL;
-        memcpy(host, s, hl);
-        host[hl] = 0;
-        *ret = (struct sockaddr_storage) {};
-        if (inet_pton(AF_INET, host, &s4->sin_addr) == 1) {
-                s4->sin_family = AF_INET;
-                s4->sin_port = htons(port);
-                *ret_len = sizeof *s4;
-                return 0;
-        }
-        if (hl < 2 || host[0] != '[' || host[hl - 1] != ']')
-                return -EINVAL;
-        host[hl - 1] = 0;
-        if (inet_pton(AF_INET6, host + 1, &s6->sin6_addr) != 1)
-                return -EINVAL;
-        s6->sin6_family = AF_INET6;
-        s6->sin6_port = htons(port);
-        *ret_len = sizeof *s6;
-        return 0;
-}
-
-int egress_listen(const char *addr_port, int *ret_fd) {
-        _cleanup_close_ int fd = -EBADF;
-        struct sockaddr_storage sa;
-        socklen_t len;
-        int one = 1, r;
-
-        r = parse_listen(addr_port, &sa, &len);
-        if (r < 0)
-                return r;
-        fd = socket(sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-                return -errno;
-        if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
-            bind(fd, (struct sockaddr *) &sa, len) < 0 || listen(fd, SOMAXCONN) < 0)
-                return -errno;
-        *ret_fd = TAKE_FD(fd);
         return 0;
 }
 

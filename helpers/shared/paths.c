@@ -1,10 +1,10 @@
-/* supervise-paths.c: where a job's files live; every path derives from the validated job id. */
+/* paths.c: where a job's files live; every path derives from the validated job id. */
 #include <string.h>
 
 #include "config.h"
 #include "jobid.h"
 #include "scope.h"
-#include "supervise.h"
+#include "paths.h"
 
 static const char *statedir(void) {
         /* Tests and the demo may relocate state; the units never set this. */

@@ -33,8 +33,6 @@ typedef struct EgressStats {
 void egress_config_init(EgressConfig *c);
 void egress_config_done(EgressConfig *c);
 
-/* "ADDR:PORT" / "[V6]:PORT", numeric only: a bound, listening, non-blocking, O_CLOEXEC socket. */
-int egress_listen(const char *addr_port, int *ret_fd);
 /* "443,4443": at most EGRESS_PORTS_MAX ports 1..65535. */
 int egress_parse_ports(const char *s, EgressConfig *c);
 

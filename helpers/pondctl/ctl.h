@@ -12,7 +12,9 @@
 #include "keys.h"
 #include "log.h"
 #include "output.h"
-#include "supervise.h"
+#include "paths.h"
+#include "policy.h"
+#include "spec.h"
 
 /* Exit statuses of `pondctl run` and `pondctl wait` other than the job's own rc (as timeout(1), env(1)). */
 enum {

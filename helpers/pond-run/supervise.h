@@ -13,6 +13,7 @@
 #include "image.h"
 #include "net.h"
 #include "output.h"
+#include "paths.h"
 #include "policy.h"
 #include "runtime.h"
 #include "scope.h"
@@ -26,20 +27,6 @@ enum {
         POND_RUN_EXIT_REFUSED = 3, /* refused before anything ran; a signed refusal was written if possible */
         POND_RUN_EXIT_FAILED = 4,  /* pond itself failed; a signed failure was written if possible */
 };
-
-typedef struct JobPaths {
-        char *id;          /* the validated job id everything below derives from */
-        char *spool;       /* STATEDIR/jobs/ID: job.json as issued, log/ */
-        char *results;     /* STATEDIR/results */
-        char *images;      /* STATEDIR/images: directory images */
-        char *rundir;      /* RUNDIR */
-        char *run;         /* RUNDIR/jobs/ID: staging, rootfs, bundle; removed afterwards */
-        char *bundle;      /* run/bundle */
-        char *runtime_root;/* RUNDIR/runtime: the runtimes' state, pond's own */
-        char *scope;       /* pond-ID.scope */
-        char *scope_cgroup;/* /pond.slice/pond-ID.scope: where systemd puts it (checked) */
-        char *container;   /* pond-ID */
-} JobPaths;
 
 typedef struct InputHash {
         pthread_t thread;
@@ -95,11 +82,6 @@ typedef struct Job {
 
 int supervise(const char *job_id);
 int supervise_cleanup(const char *job_id);
-
-/* supervise-paths.c */
-int job_paths_init(JobPaths *p, const char *job_id);
-void job_paths_done(JobPaths *p);
-char *job_worker_key_path(const char *file);
 
 /* supervise.c */
 int job_load_signing_key(Job *j);

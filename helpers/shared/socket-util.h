@@ -1,0 +1,10 @@
+/* socket-util.h: the listening TCP socket of a sidecar (pond-egress, pond-broker), from "ADDR:PORT". */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A decimal port 1..65535 of exactly n characters, no sign, no leading zero. */
+int parse_port(const char *s, size_t n, uint16_t *ret);
+/* "ADDR:PORT" / "[V6]:PORT", numeric only: a bound, listening, non-blocking, O_CLOEXEC socket. */
+int socket_listen_tcp(const char *addr_port, int *ret_fd);
