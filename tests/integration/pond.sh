@@ -28,13 +28,16 @@ result_field() {
                 "$POND_STATE/results/$1/result.json" "$2"
 }
 
-# The leftover check, run inside the box as `sh -c "$_leftovers_sh" sh ID POND_RUN`. Each finding is a line;
-# so is each check that could not be made (a failing systemctl, an unknown cgroup layout), so that
-# t_clean fails rather than passes by accident. The last line, "checked", says the script ran to its end.
+# The leftover check, run inside the box as `sh -c "$_leftovers_sh" sh ID POND_RUN`, with only what the box's
+# /usr has (no awk: /etc/alternatives is not there). Each finding is a line; so is each check that could
+# not be made (a failing systemctl, an unknown cgroup layout) and anything on stderr, so that t_clean
+# fails rather than passes by accident. The last line, "checked", says the script ran to its end.
 # shellcheck disable=SC2016 # expanded by the box's sh, not here
 _leftovers_sh='
 id=$1 run=$2
-awk -v p="$run/jobs/$id" '"'"'$5 == p || index($5, p "/") == 1 { print "mount: " $5 }'"'"' /proc/self/mountinfo
+while read -r _ _ _ _ mp _; do
+        case $mp in "$run/jobs/$id" | "$run/jobs/$id"/*) echo "mount: $mp" ;; esac
+done </proc/self/mountinfo
 for d in "$run/jobs/$id" "$run/egress/$id" "$run/broker/$id" "/run/pond-egress/$id" "/run/pond-broker/$id"; do
         [ ! -e "$d" ] || echo "directory: $d"
 done
@@ -66,7 +69,7 @@ echo checked'
 # its sidecars, the address lease, runtime state, units, the scope and its cgroups
 leftovers() {
         local out rc
-        out=$(in_box sh -c "$_leftovers_sh" sh "$1" "$POND_RUN")
+        out=$(in_box sh -c "$_leftovers_sh" sh "$1" "$POND_RUN" 2>&1)
         rc=$?
         if [ "$rc" != 0 ] || [ "${out##*$'\n'}" != checked ]; then
                 printf '%s\n' "${out:+$out
