@@ -70,14 +70,17 @@ H
         [ -e /etc/pond/egress.hosts ] && [ ! -e "$dir/egress.hosts.saved" ] && cp -a /etc/pond/egress.hosts "$dir/egress.hosts.saved"
         echo 'POND_EGRESS_RESOLVER=--hosts-file /etc/pond/egress.hosts' > /etc/pond/egress.env
         touch "$dir/installed-resolver"
-        for i in $(seq 50); do
+        for _ in $(seq 50); do
                 ip netns exec pond-up python3 -c 'import socket; socket.create_connection(("198.51.100.2", 443), 1)' \
                         2>/dev/null && break
                 sleep 0.1
         done
         ;;
 down)
-        [ -f "$dir/pids" ] && kill $(cat "$dir/pids") 2>/dev/null || true
+        if [ -f "$dir/pids" ]; then
+                mapfile -t pids <"$dir/pids"
+                kill "${pids[@]}" 2>/dev/null || true # some may have exited already
+        fi
         ip link del pond-up0 2>/dev/null || true
         ip netns del pond-up 2>/dev/null || true
         # Only what "up" installed is taken back; the worker's own setting is put back as it was.

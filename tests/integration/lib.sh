@@ -9,6 +9,7 @@
 #   t_ok   "systemd is up"  in_box systemctl is-system-running
 #   t_fail "no such unit"   in_box systemctl status nope.service
 #   t_eq   "answer"         42 "$(in_box sh -c 'echo 42')"
+#   t_not_ok "job started" "its scope never became active"   # a check that could not be made
 #   done_testing                  # only without plan
 #
 # TAP goes to the script's original stdout; everything the commands under
@@ -123,6 +124,15 @@ t_like() {
         fi
         _t_result 1 "$1"
         diag "expected to match: /$2/" "got: '$3'"
+        return 1
+}
+
+# t_not_ok DESC [DIAG...]: a test that failed without a command to run, e.g. because
+# what it needed did not happen ("the job started"); DIAG lines say why
+t_not_ok() {
+        local desc=$1; shift
+        _t_result 1 "$desc"
+        [ $# -eq 0 ] || diag "$@"
         return 1
 }
 

@@ -15,6 +15,7 @@ pond() { in_box "$PONDCTL" "$@"; }
 new_id() { echo "$1-$$-$RANDOM$RANDOM"; }
 
 # run_job ID ARGS...: `pondctl run --job-id ID --backend $BACKEND ARGS...`, output in $OUT, status in $RC
+# shellcheck disable=SC2034 # OUT and RC are for the scripts that source this file
 run_job() {
         local id=$1; shift
         OUT=$(pond run --quiet --job-id "$id" --backend "$BACKEND" "$@" 2>&1)
@@ -27,20 +28,99 @@ result_field() {
                 "$POND_STATE/results/$1/result.json" "$2"
 }
 
-# leftovers ID: prints whatever job ID left behind (empty when clean)
+# The leftover check, run inside the box as `sh -c "$_leftovers_sh" sh ID POND_RUN`, with only what the box's
+# /usr has (no awk: /etc/alternatives is not there). Each finding is a line; so is each check that could
+# not be made (a failing systemctl, an unknown cgroup layout) and anything on stderr, so that t_clean
+# fails rather than passes by accident. The last line, "checked", says the script ran to its end.
+# shellcheck disable=SC2016 # expanded by the box's sh, not here
+_leftovers_sh='
+id=$1 run=$2
+while read -r _ _ _ _ mp _; do
+        case $mp in "$run/jobs/$id" | "$run/jobs/$id"/*) echo "mount: $mp" ;; esac
+done </proc/self/mountinfo
+for d in "$run/jobs/$id" "$run/egress/$id" "$run/broker/$id" "/run/pond-egress/$id" "/run/pond-broker/$id"; do
+        [ ! -e "$d" ] || echo "directory: $d"
+done
+[ ! -e "$run/net/job-$id" ] || echo "address lease of $id"
+if [ -d "$run/runtime" ]; then
+        entries=$(ls -A "$run/runtime") || echo "cannot list $run/runtime"
+        printf "%s\n" "$entries" | grep -E "^pond-$id(\$|_sandbox:)" | sed "s/^/runtime state: /"
+fi
+for u in "pond-job@$id.service" "pond-egress@$id.service" "pond-broker@$id.service"; do
+        state=$(systemctl show -P ActiveState "$u") || { echo "systemctl failed for $u"; continue; }
+        case $state in inactive|failed) ;; *) echo "unit $state: $u" ;; esac
+done
+state=$(systemctl show -P LoadState "pond-$id.scope") || echo "systemctl failed for pond-$id.scope"
+[ "$state" != loaded ] || echo "scope: pond-$id.scope"
+# cgroup v2 (unified): one tree. v1 (legacy or hybrid, tmpfs at the top): every hierarchy, the unified
+# one of a hybrid layout included.
+fs=$(stat -f -c %T /sys/fs/cgroup) || fs="(statfs failed)"
+case $fs in
+cgroup2fs) roots=/sys/fs/cgroup ;;
+tmpfs) roots=$(find /sys/fs/cgroup -mindepth 1 -maxdepth 1 -type d) ;;
+*) echo "cgroup: unknown layout, /sys/fs/cgroup is $fs"; roots= ;;
+esac
+for r in $roots; do
+        [ ! -e "$r/pond.slice/pond-$id.scope" ] || echo "cgroup: $r/pond.slice/pond-$id.scope"
+done
+echo checked'
+
+# leftovers ID: prints whatever job ID left behind (empty when clean): mounts, directories of the job and
+# its sidecars, the address lease, runtime state, units, the scope and its cgroups
 leftovers() {
-        local id=$1
-        in_box sh -c "
-                grep -F '$POND_RUN/jobs/$id' /proc/self/mountinfo | sed 's/^/mount: /'
-                [ -e '$POND_RUN/jobs/$id' ] && echo 'staging dir: $POND_RUN/jobs/$id'
-                ls '$POND_RUN/runtime' | grep -E '^pond-$id(\$|_sandbox:)' | sed 's/^/runtime state: /'
-                systemctl list-units --all --plain --no-legend 'pond-$id.scope' | grep -q . && echo 'scope: pond-$id.scope'
-                systemctl is-active -q 'pond-job@$id.service' && echo 'unit active: pond-job@$id.service'
-                ls /sys/fs/cgroup/memory/pond.slice/ 2>/dev/null | grep -F 'pond-$id.scope' | sed 's/^/cgroup: /'
-                systemctl is-active -q 'pond-egress@$id.service' && echo 'unit active: pond-egress@$id.service'
-                [ -e '$POND_RUN/egress/$id' ] && echo 'egress config: $POND_RUN/egress/$id'
-                [ -e '$POND_RUN/net/job-$id' ] && echo 'address lease of $id'
-                true"
+        local out rc
+        out=$(in_box sh -c "$_leftovers_sh" sh "$1" "$POND_RUN" 2>&1)
+        rc=$?
+        if [ "$rc" != 0 ] || [ "${out##*$'\n'}" != checked ]; then
+                printf '%s\n' "${out:+$out
+}the leftover check did not run to its end (status $rc)"
+                return
+        fi
+        out=${out%checked}
+        printf '%s' "${out%$'\n'}"
+}
+
+# cgroup_layout: "unified" (cgroup v2 only) or "v1" (legacy or hybrid: the controllers are on v1
+# hierarchies), as the box sees it; fails on anything else
+cgroup_layout() {
+        local fs
+        fs=$(in_box stat -f -c %T /sys/fs/cgroup) || return 1
+        case $fs in
+        cgroup2fs) echo unified ;;
+        tmpfs) echo v1 ;;
+        *) echo "unknown cgroup layout: /sys/fs/cgroup is $fs" >&2; return 1 ;;
+        esac
+}
+
+# memory_cgroup LAYOUT PATH: the directory of cgroup PATH (e.g. pond.slice/...) where the memory
+# controller's files are
+memory_cgroup() {
+        if [ "$1" = unified ]; then echo "/sys/fs/cgroup/$2"; else echo "/sys/fs/cgroup/memory/$2"; fi
+}
+
+# memory_limit_file LAYOUT: the name of the memory limit's file in a cgroup
+memory_limit_file() {
+        if [ "$1" = unified ]; then echo memory.max; else echo memory.limit_in_bytes; fi
+}
+
+# proc_cgroup LAYOUT PID: the cgroup of PID in the box, in the memory controller's hierarchy
+proc_cgroup() {
+        local field='^0::'
+        [ "$1" = unified ] || field='^[0-9]+:memory:'
+        in_box cat "/proc/$2/cgroup" | grep -E "$field" | cut -d: -f3-
+}
+
+# dir_entries DIR: the names in DIR in the box, or "none" (also when DIR does not exist); nothing if the box
+# could not say
+dir_entries() {
+        # shellcheck disable=SC2016 # $1 is the inner sh's
+        in_box sh -c 'l=; if [ -d "$1" ]; then l=$(ls -A "$1") || exit 1; fi; echo "${l:-none}"' sh "$1"
+}
+
+# path_state PATH: "present" or "absent", from inside the box (nothing if the box could not say)
+path_state() {
+        # shellcheck disable=SC2016 # $1 is the inner sh's
+        in_box sh -c 'if [ -e "$1" ]; then echo present; else echo absent; fi' sh "$1"
 }
 
 t_clean() { # DESC ID: nothing of job ID remains
@@ -49,10 +129,9 @@ t_clean() { # DESC ID: nothing of job ID remains
         t_eq "$1" "" "$left"
 }
 
-# wait_active ID: until the job's payload is running (its scope exists), at most ~20 s
+# wait_running ID: until the job's payload is running (its scope is active), at most ~20 s
 wait_running() {
-        local i
-        for i in $(seq 200); do
+        for _ in $(seq 200); do
                 in_box systemctl is-active -q "pond-$1.scope" && return 0
                 sleep 0.1
         done
@@ -61,8 +140,8 @@ wait_running() {
 
 # wait_gone ID: until the job's unit is inactive or failed (ExecStopPost done), at most ~60 s
 wait_gone() {
-        local i state
-        for i in $(seq 600); do
+        local state
+        for _ in $(seq 600); do
                 state=$(in_box systemctl show -P ActiveState "pond-job@$1.service")
                 case $state in inactive|failed|"") return 0 ;; esac
                 sleep 0.1

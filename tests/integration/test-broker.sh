@@ -19,7 +19,7 @@ in_box sh -c "cd $UP && ip netns exec pond-up python3 $POND_SRCDIR/tests/unit/br
         grep -q allowed.test /etc/hosts || echo '198.51.100.2 allowed.test' >> /etc/hosts"
 trap 'in_box sh -c "rm -f /etc/pond/broker.env /etc/pond/broker-test-ca.crt; sed -i /allowed.test/d /etc/hosts"
       in_box "$POND_SRCDIR/tests/integration/egress-upstream.sh" down "$UP" >/dev/null 2>&1' EXIT
-for i in $(seq 50); do in_box ip netns exec pond-up ss -ltn | grep -q 9443 && break; sleep 0.1; done
+for _ in $(seq 50); do in_box ip netns exec pond-up ss -ltn | grep -q 9443 && break; sleep 0.1; done
 
 # spec ID SEALED MAX_CENTS: a job spec file in the box with one Anthropic-shaped credential
 spec() {

@@ -30,7 +30,7 @@ t_eq "input_sha is the bundle's hash as issued" "$SHA" "$(result_field "$id" 'r[
 t_eq "... which is the sha256 of the bundle file" "$SHA" "$(in_box sha256sum "$work/$id.bundle" | cut -d' ' -f1)"
 t_eq "the change is in the result" "a.txt:modified" \
         "$(result_field "$id" '" ".join(a["path"]+":"+a["change"] for a in r["artifacts"])')"
-t_eq "the extracted checkout is gone" "" "$(in_box ls -d "$POND_STATE/jobs/$id/checkout" 2>/dev/null)"
+t_eq "the extracted checkout is gone" absent "$(path_state "$POND_STATE/jobs/$id/checkout")"
 t_clean "nothing left after a bundle job" "$id"
 
 id=$(new_id bundleother)
@@ -38,7 +38,7 @@ bundle_job "$id" "other-$id"
 run_job "$id" --spec "$work/$id.json" -- true
 t_eq "a bundle for another job is refused" 125 "$RC"
 t_like "... with the reason" "bundle" "$(result_field "$id" 'r["reason"]')"
-t_eq "... and nothing extracted" "" "$(in_box ls -d "$POND_STATE/jobs/$id/checkout" 2>/dev/null)"
+t_eq "... and nothing extracted" absent "$(path_state "$POND_STATE/jobs/$id/checkout")"
 
 id=$(new_id bundleflip)
 bundle_job "$id" "$id"
@@ -46,6 +46,6 @@ in_box python3 -c 'import sys; p=sys.argv[1]; b=bytearray(open(p,"rb").read()); 
         "$work/$id.bundle"
 run_job "$id" --spec "$work/$id.json" -- true
 t_eq "a bundle with a flipped byte is refused" 125 "$RC"
-t_eq "... and nothing extracted" "" "$(in_box ls -d "$POND_STATE/jobs/$id/checkout" 2>/dev/null)"
+t_eq "... and nothing extracted" absent "$(path_state "$POND_STATE/jobs/$id/checkout")"
 in_box rm -rf "$src" "$work"
 done_testing

@@ -38,6 +38,7 @@ t_eq "no egress unit left" "" "$(in_box systemctl list-units --all --plain --no-
 
 # --- refused by the proxy, each with its reason
 id=$(new_id refused)
+# shellcheck disable=SC2016 # the job's shell expands these
 run_job "$id" --profile untrusted-code-write "${ALLOW[@]}" -- sh -c '
         for h in unlisted.test loopback.test private.test metadata.test v6loop.test mapped.test 198.51.100.2; do
                 code=$(curl -s -o /dev/null -w "%{http_connect}" https://$h/ 2>/dev/null); echo "$h $code"
@@ -144,7 +145,7 @@ id=$(new_id unit)
 in_box "$PONDCTL" run --quiet --job-id "$id" --backend "$BACKEND" --profile untrusted-code-write -- sleep 30 \
         >/dev/null 2>&1 &
 runner=$!
-for i in $(seq 100); do in_box systemctl is-active -q "pond-egress@$id.service" && break; sleep 0.1; done
+for _ in $(seq 100); do in_box systemctl is-active -q "pond-egress@$id.service" && break; sleep 0.1; done
 pid=$(in_box systemctl show -P MainPID "pond-egress@$id.service")
 t_like "proxy has a main process" "^[1-9][0-9]*$" "$pid"
 t_like "proxy runs with no capabilities" "^CapEff:[[:space:]]+0000000000000000$" "$(in_box grep CapEff "/proc/$pid/status")"
@@ -170,11 +171,11 @@ if wait_running "$id"; then
         t_eq "no egress unit after kill -9 of pond-run" "" \
                 "$(in_box systemctl list-units --all --plain --no-legend "pond-egress@$id.service")"
 else
-        t_fail "job did not start" true
+        t_not_ok "job $id started (its scope became active within 20 s)"
 fi
 wait "$runner"
 t_eq "no job namespaces left" "" "$(in_box ls /run/netns | grep -E '^pond-[0-9a-f]{12}$')"
 t_eq "no job veths left" "" "$(in_box sh -c "ip -br link | grep '^pv'")"
 t_eq "no job nft tables left" "" "$(in_box sh -c "nft list tables | grep pond_")"
-t_eq "no address leases left" "" "$(in_box ls "$POND_RUN/net" 2>/dev/null)"
+t_eq "no address leases left" none "$(dir_entries "$POND_RUN/net")"
 done_testing

@@ -4,7 +4,9 @@
  * only the dummy key. Checks: the upstream sees the real key and the client never does; allowlist, key,
  * path and TLS-verification refusals; SSE arrives incrementally; usage metered from JSON and SSE; the cost
  * ceiling refuses with 402 before it is crossed and afterwards; stats file and exit status 3; the key is
- * in no log. Unprivileged; SKIP without python3, openssl or the binary. */
+ * in no log. Each test has its own CA, upstream and broker (the fixture), so each can run alone
+ * (TEST_FILTER) and none depends on another's requests. Unprivileged; SKIP without python3, openssl or
+ * the binary. */
 #include <signal.h>
 #include <stdarg.h>
 #include <sys/wait.h>
@@ -21,10 +23,14 @@ TEST_MAIN();
 #define DUMMY_OPENAI "pond-dummy-openai-1b2c3d4e5f"
 #define JOB "job-broker-e2e"
 
-static char dir_[] = "/tmp/test-broker-e2e.XXXXXX";
-static pid_t server_ = -1, broker_ = -1;
-static int up_port_, br_port_;
-static const char *skip_;
+/* One upstream and one broker in a directory of their own, per test. */
+FIXTURE(e2e) {
+        char dir[64];
+        pid_t server, broker;
+        int up_port, br_port;
+        int calls;
+};
+typedef FIXTURE_DATA(e2e) E2e;
 
 static int sh(const char *fmt, ...) _printf_(1, 2);
 static int sh(const char *fmt, ...) {
@@ -42,11 +48,11 @@ static int sh(const char *fmt, ...) {
         return WIFEXITED(r) ? WEXITSTATUS(r) : 128;
 }
 
-static void write_text(const char *name, const char *text) {
+static void write_text(const E2e *e, const char *name, const char *text) {
         char p[256];
         FILE *f;
 
-        snprintf(p, sizeof p, "%s/%s", dir_, name);
+        snprintf(p, sizeof p, "%s/%s", e->dir, name);
         f = fopen(p, "we");
         if (f) {
                 fputs(text, f);
@@ -54,23 +60,30 @@ static void write_text(const char *name, const char *text) {
         }
 }
 
-static char *read_text(const char *name) {
+static char *read_text(const E2e *e, const char *name) {
         char p[256], *t = NULL;
         size_t n;
 
-        snprintf(p, sizeof p, "%s/%s", dir_, name);
+        snprintf(p, sizeof p, "%s/%s", e->dir, name);
         return read_full_file(p, 16 << 20, &t, &n) < 0 ? NULL : t;
 }
 
-static pid_t spawn(char *const argv[], const char *log) {
+/* Prints a log of the fixture as TAP comments: why the broker or upstream did not come up. */
+static void show(const E2e *e, const char *name) {
+        _cleanup_free_ char *text = read_text(e, name);
+
+        TEST_LOG("--- %s ---\n%s", name, text ?: "(none)");
+}
+
+static pid_t spawn(const E2e *e, char *const argv[], const char *log) {
         pid_t pid;
 
-        fflush(stdout);         /* the TAP plan must not be written twice */
+        fflush(stdout);         /* what the test printed must not be written twice */
         pid = fork();
 
         if (pid == 0) {
                 char p[256];
-                snprintf(p, sizeof p, "%s/%s", dir_, log);
+                snprintf(p, sizeof p, "%s/%s", e->dir, log);
                 /* not "e": these must survive the exec */
                 if (!freopen(p, "w", stderr) || !freopen("/dev/null", "w", stdout))
                         _exit(126);
@@ -91,17 +104,16 @@ static bool wait_port(int port) {
         return false;
 }
 
-static void make_certs(void) {
-        if (sh("cd %s && openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 "
-               "-subj /CN=pond-test-ca >/dev/null 2>&1 && "
-               "openssl req -newkey rsa:2048 -nodes -keyout srv.key -out srv.csr -subj /CN=127.0.0.1 "
-               ">/dev/null 2>&1 && printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > ext && "
-               "openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out srv.pem "
-               "-days 2 -extfile ext >/dev/null 2>&1", dir_) != 0)
-                skip_ = "openssl could not make the test CA";
+static int make_certs(const E2e *e) {
+        return sh("cd %s && openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 "
+                  "-subj /CN=pond-test-ca >/dev/null 2>&1 && "
+                  "openssl req -newkey rsa:2048 -nodes -keyout srv.key -out srv.csr -subj /CN=127.0.0.1 "
+                  ">/dev/null 2>&1 && printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > ext && "
+                  "openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out srv.pem "
+                  "-days 2 -extfile ext >/dev/null 2>&1", e->dir);
 }
 
-static void write_config(void) {
+static void write_config(const E2e *e) {
         char c[4096];
 
         snprintf(c, sizeof c,
@@ -122,60 +134,90 @@ static void write_config(void) {
                  "   \"inject\": {\"header\": \"x-api-key\", \"format\": \"{key}\"},\n"
                  "   \"allow\": [\"GET /v1/models\"], \"dummy_key\": \"" DUMMY_KEY "\",\n"
                  "   \"env\": {\"key\": \"X_API_KEY\", \"base_url\": \"X_BASE_URL\"}}]}\n",
-                 br_port_, dir_, up_port_, up_port_, up_port_);
-        write_text("broker.json", c);
-        write_text("prices.json", "{\"input_bytes_per_token\": 1, \"input_overhead_tokens\": 0,\n"
+                 e->br_port, e->dir, e->up_port, e->up_port, e->up_port);
+        write_text(e, "broker.json", c);
+        write_text(e, "prices.json", "{\"input_bytes_per_token\": 1, \"input_overhead_tokens\": 0,\n"
                    " \"default\": {\"input\": 100000, \"output\": 100000},\n"
                    " \"models\": {\"test-model\": {\"input\": 1000, \"output\": 10000}}}\n");
-        write_text("real.key", REAL_KEY "\n");
+        write_text(e, "real.key", REAL_KEY "\n");
 }
 
-static void setup(void) {
-        const char *broker = getenv("POND_BROKER");
+static void start_upstream(E2e *e) {
+        char a[5][300];
+
+        snprintf(a[0], sizeof a[0], "%s/tests/unit/broker-e2e-upstream.py", POND_SOURCE_ROOT);
+        snprintf(a[1], sizeof a[1], "%d", e->up_port);
+        snprintf(a[2], sizeof a[2], "%s/srv.pem", e->dir);
+        snprintf(a[3], sizeof a[3], "%s/srv.key", e->dir);
+        snprintf(a[4], sizeof a[4], "%s/upstream.log", e->dir);
+        e->server = spawn(e, (char *[]) { (char *) "python3", a[0], a[1], a[2], a[3], a[4], NULL }, "server.err");
+}
+
+static void start_broker(E2e *e, const char *broker) {
         char a[6][300];
 
+        snprintf(a[0], sizeof a[0], "--config=%s/broker.json", e->dir);
+        snprintf(a[1], sizeof a[1], "--ca-file=%s/ca.pem", e->dir);
+        snprintf(a[2], sizeof a[2], "--stats-file=%s/stats.json", e->dir);
+        snprintf(a[3], sizeof a[3], "--secret=anthropic=%s/real.key", e->dir);
+        snprintf(a[4], sizeof a[4], "--secret=openai=%s/real.key", e->dir);
+        snprintf(a[5], sizeof a[5], "--secret=wronghost=%s/real.key", e->dir);
+        e->broker = spawn(e, (char *[]) { (char *) broker, a[0], a[1], a[2], a[3], a[4], a[5],
+                                          (char *) "--ceiling-grace=60", (char *) "--debug", NULL }, "broker.err");
+}
+
+FIXTURE_SETUP(e2e) {
+        const char *broker = getenv("POND_BROKER");
+
+        self->server = self->broker = -1;       /* never kill(0) or kill(-1) in the teardown */
         if (!broker || access(broker, X_OK) < 0)
-                return (void) (skip_ = "POND_BROKER (the pond-broker binary) not set");
+                TEST_SKIP("POND_BROKER (the pond-broker binary) not set");
         if (sh("python3 -c 'import ssl' 2>/dev/null") != 0 || sh("openssl version >/dev/null 2>&1") != 0)
-                return (void) (skip_ = "needs python3 with ssl and openssl");
-        if (!mkdtemp(dir_))
-                return (void) (skip_ = "mkdtemp failed");
-        up_port_ = 20000 + getpid() % 20000;
-        br_port_ = up_port_ + 1;
-        make_certs();
-        if (skip_)
-                return;
-        write_config();
-        snprintf(a[0], sizeof a[0], "%s/tests/unit/broker-e2e-upstream.py", POND_SOURCE_ROOT);
-        snprintf(a[1], sizeof a[1], "%d", up_port_);
-        snprintf(a[2], sizeof a[2], "%s/srv.pem", dir_);
-        snprintf(a[3], sizeof a[3], "%s/srv.key", dir_);
-        snprintf(a[4], sizeof a[4], "%s/upstream.log", dir_);
-        server_ = spawn((char *[]) { (char *) "python3", a[0], a[1], a[2], a[3], a[4], NULL }, "server.err");
-        snprintf(a[0], sizeof a[0], "--config=%s/broker.json", dir_);
-        snprintf(a[1], sizeof a[1], "--ca-file=%s/ca.pem", dir_);
-        snprintf(a[2], sizeof a[2], "--stats-file=%s/stats.json", dir_);
-        snprintf(a[3], sizeof a[3], "--secret=anthropic=%s/real.key", dir_);
-        snprintf(a[4], sizeof a[4], "--secret=openai=%s/real.key", dir_);
-        snprintf(a[5], sizeof a[5], "--secret=wronghost=%s/real.key", dir_);
-        broker_ = spawn((char *[]) { (char *) broker, a[0], a[1], a[2], a[3], a[4], a[5],
-                                     (char *) "--ceiling-grace=60", (char *) "--debug", NULL }, "broker.err");
-        if (!wait_port(up_port_) || !wait_port(br_port_))
-                skip_ = "the upstream or the broker did not start (see broker.err)";
+                TEST_SKIP("needs python3 with ssl and openssl");
+        snprintf(self->dir, sizeof self->dir, "/tmp/test-broker-e2e.XXXXXX");
+        if (!mkdtemp(self->dir)) {
+                self->dir[0] = 0;
+                TEST_FAIL_("mkdtemp: %m");
+        }
+        /* The test's own pid: each test (a process of its own) gets its own ports. */
+        self->up_port = 20000 + getpid() % 20000;
+        self->br_port = self->up_port + 1;
+        ASSERT_EQ(0, make_certs(self));
+        write_config(self);
+        start_upstream(self);
+        start_broker(self, broker);
+        ASSERT_TRUE(self->server > 0 && self->broker > 0);
+        if (!wait_port(self->up_port) || !wait_port(self->br_port)) {
+                show(self, "server.err");
+                show(self, "broker.err");
+                TEST_FAIL_("the upstream or the broker did not start");
+        }
+}
+
+FIXTURE_TEARDOWN(e2e) {
+        if (self->broker > 0) {
+                kill(self->broker, SIGKILL);
+                waitpid(self->broker, NULL, 0);
+        }
+        if (self->server > 0) {
+                kill(self->server, SIGKILL);
+                waitpid(self->server, NULL, 0);
+        }
+        if (self->dir[0] && !getenv("POND_TEST_KEEP"))
+                (void) sh("rm -rf %s", self->dir);
 }
 
 /* One request through the broker; the client's JSON output, parsed. */
-static json_object *call(const char *method, const char *path, const char *header, const char *value,
+static json_object *call(E2e *e, const char *method, const char *path, const char *header, const char *value,
                          const char *body) {
         char out[64], *text;
         json_object *o = NULL;
-        static int n;
 
-        snprintf(out, sizeof out, "client-%d.json", ++n);
+        snprintf(out, sizeof out, "client-%d.json", ++e->calls);
         if (sh("python3 %s/tests/unit/broker-e2e-client.py '%s' 'http://127.0.0.1:%d%s' '%s' '%s' '%s' > %s/%s",
-               POND_SOURCE_ROOT, method, br_port_, path, header, value, body, dir_, out) != 0)
+               POND_SOURCE_ROOT, method, e->br_port, path, header, value, body, e->dir, out) != 0)
                 return NULL;
-        text = read_text(out);
+        text = read_text(e, out);
         if (text)
                 (void) json_parse_strict(text, strlen(text), 16 << 20, 32, &o, NULL);
         free(text);
@@ -192,44 +234,48 @@ static const char *body_of(json_object *o) {
         return o && json_object_object_get_ex(o, "body", &v) ? json_object_get_string(v) : "";
 }
 
+/* One call whose status is all that matters here. */
+static int call_status(E2e *e, const char *method, const char *path, const char *header, const char *value,
+                       const char *body) {
+        _cleanup_json_ json_object *o = call(e, method, path, header, value, body);
+        return status_of(o);
+}
+
+/* SIGTERM, as systemd stops the unit; the exit status (or -1). */
+static int stop_broker(E2e *e) {
+        int status = 0;
+
+        if (e->broker <= 0 || kill(e->broker, SIGTERM) < 0 || waitpid(e->broker, &status, 0) != e->broker)
+                return -1;
+        e->broker = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
 #define MSG_BODY(max, stream) "{\"model\": \"test-model\", \"max_tokens\": " max ", " stream \
         "\"messages\": [{\"role\": \"user\", \"content\": \"hello\"}]}"
 
-#define CHECK_SETUP()                                   \
-        do {                                            \
-                if (skip_)                              \
-                        TEST_SKIP(skip_);               \
-        } while (0)
-
-TEST(a_setup) {
-        setup();
-        CHECK_SETUP();
-}
-
-TEST(b_messages_json) {
+TEST_F(e2e, messages_json) {
         _cleanup_json_ json_object *o = NULL;
         _cleanup_free_ char *log = NULL;
 
-        CHECK_SETUP();
-        o = call("POST", "/anthropic/v1/messages", "x-api-key", DUMMY_KEY, MSG_BODY("100", ""));
+        o = call(self, "POST", "/anthropic/v1/messages", "x-api-key", DUMMY_KEY, MSG_BODY("100", ""));
         ASSERT_EQ(200, status_of(o));
         ASSERT_CONTAINS("\"input_tokens\": 100", body_of(o));
         ASSERT_TRUE(!strstr(json_object_to_json_string(o), REAL_KEY));
         ASSERT_TRUE(!strstr(json_object_to_json_string(o), "session=upstream"));    /* Set-Cookie not passed */
-        log = read_text("upstream.log");
+        log = read_text(self, "upstream.log");
         ASSERT_CONTAINS("\"x-api-key\": \"" REAL_KEY "\"", log);
         ASSERT_TRUE(!strstr(log, DUMMY_KEY));
         ASSERT_CONTAINS("\"host\": \"127.0.0.1:", log);
 }
 
-TEST(c_messages_sse_incremental) {
+TEST_F(e2e, messages_sse_incremental) {
         _cleanup_json_ json_object *o = NULL;
         json_object *times;
         double first, last;
         size_t n;
 
-        CHECK_SETUP();
-        o = call("POST", "/anthropic/v1/messages", "x-api-key", DUMMY_KEY, MSG_BODY("100", "\"stream\": true,"));
+        o = call(self, "POST", "/anthropic/v1/messages", "x-api-key", DUMMY_KEY, MSG_BODY("100", "\"stream\": true,"));
         ASSERT_EQ(200, status_of(o));
         ASSERT_CONTAINS("message_delta", body_of(o));
         ASSERT_TRUE(json_object_object_get_ex(o, "times", &times));
@@ -241,33 +287,31 @@ TEST(c_messages_sse_incremental) {
         ASSERT_TRUE(last - first >= 1.2);
 }
 
-TEST(d_openai_sse_usage) {
+TEST_F(e2e, openai_sse_usage) {
         _cleanup_json_ json_object *o = NULL;
         _cleanup_free_ char *log = NULL;
 
-        CHECK_SETUP();
-        o = call("POST", "/openai/v1/chat/completions", "Authorization", "Bearer " DUMMY_OPENAI,
+        o = call(self, "POST", "/openai/v1/chat/completions", "Authorization", "Bearer " DUMMY_OPENAI,
                  "{\"model\": \"test-model\", \"max_tokens\": 100, \"stream\": true, "
                  "\"stream_options\": {\"include_usage\": true}, \"messages\": []}");
         ASSERT_EQ(200, status_of(o));
         ASSERT_CONTAINS("[DONE]", body_of(o));
-        log = read_text("upstream.log");
+        log = read_text(self, "upstream.log");
         ASSERT_CONTAINS("\"authorization\": \"Bearer " REAL_KEY "\"", log);
 }
 
-TEST(e_models_and_echo_scrubbed) {
+TEST_F(e2e, models_and_echo_scrubbed) {
         _cleanup_json_ json_object *o = NULL, *e = NULL;
 
-        CHECK_SETUP();
-        o = call("GET", "/anthropic/v1/models", "x-api-key", DUMMY_KEY, "");
+        o = call(self, "GET", "/anthropic/v1/models", "x-api-key", DUMMY_KEY, "");
         ASSERT_EQ(200, status_of(o));
-        e = call("GET", "/anthropic/v1/models/echo", "x-api-key", DUMMY_KEY, "");
+        e = call(self, "GET", "/anthropic/v1/models/echo", "x-api-key", DUMMY_KEY, "");
         ASSERT_EQ(200, status_of(e));
         ASSERT_CONTAINS("\"seen_key\": \"****", body_of(e));
         ASSERT_TRUE(!strstr(body_of(e), REAL_KEY));
 }
 
-TEST(f_refusals) {
+TEST_F(e2e, refusals) {
         struct {
                 const char *method, *path, *header, *value;
                 int status;
@@ -279,82 +323,108 @@ TEST(f_refusals) {
                 { "GET", "/anthropic/v1/models/../messages", "x-api-key", DUMMY_KEY, 400 },
                 { "GET", "/nosuch/v1/models", "x-api-key", DUMMY_KEY, 404 },
         };
+        _cleanup_free_ char *log = NULL;
 
-        CHECK_SETUP();
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
-                _cleanup_json_ json_object *o = call(cases[i].method, cases[i].path, cases[i].header,
+                _cleanup_json_ json_object *o = call(self, cases[i].method, cases[i].path, cases[i].header,
                                                      cases[i].value, cases[i].status == 400 ? "" : MSG_BODY("1", ""));
-                ASSERT_EQ(cases[i].status, status_of(o));
-                ASSERT_CONTAINS("pond_broker", body_of(o));
+                EXPECT_EQ(cases[i].status, status_of(o));
+                EXPECT_CONTAINS("pond_broker", body_of(o));
         }
+        /* None of them reached the upstream. */
+        log = read_text(self, "upstream.log");
+        ASSERT_TRUE(log == NULL || *log == 0);
 }
 
-TEST(g_tls_verification) {
+TEST_F(e2e, tls_verification) {
         _cleanup_json_ json_object *o = NULL;
 
-        CHECK_SETUP();
         /* 127.0.0.2 serves the same certificate, whose name is 127.0.0.1 only. */
-        o = call("GET", "/wronghost/v1/models", "x-api-key", DUMMY_KEY, "");
+        o = call(self, "GET", "/wronghost/v1/models", "x-api-key", DUMMY_KEY, "");
         ASSERT_EQ(502, status_of(o));
         ASSERT_TRUE(!strstr(body_of(o), REAL_KEY));
 }
 
-TEST(h_ceiling) {
-        _cleanup_json_ json_object *big = NULL, *small = NULL, *models = NULL;
+TEST_F(e2e, ceiling) {
+        _cleanup_json_ json_object *big = NULL;
         _cleanup_free_ char *stats = NULL;
 
-        CHECK_SETUP();
-        /* Spent 1.8 of 5 cents; worst case of max_tokens 1000 is 10+ cents: refused before crossing. */
-        big = call("POST", "/anthropic/v1/messages", "x-api-key", DUMMY_KEY, MSG_BODY("1000", ""));
+        /* Spent 0.6 of 5 cents; the worst case of max_tokens 1000 is 10+ cents: refused before crossing. */
+        ASSERT_EQ(200, call_status(self, "POST", "/anthropic/v1/messages", "x-api-key", DUMMY_KEY,
+                                   MSG_BODY("10", "")));
+        big = call(self, "POST", "/anthropic/v1/messages", "x-api-key", DUMMY_KEY, MSG_BODY("1000", ""));
         ASSERT_EQ(402, status_of(big));
         ASSERT_CONTAINS("cost ceiling", body_of(big));
-        small = call("POST", "/anthropic/v1/messages", "x-api-key", DUMMY_KEY, MSG_BODY("10", ""));
-        ASSERT_EQ(402, status_of(small));
-        models = call("GET", "/anthropic/v1/models", "x-api-key", DUMMY_KEY, "");
-        ASSERT_EQ(402, status_of(models));
+        /* And afterwards, even the request that passed a moment ago, and one that costs nothing. */
+        ASSERT_EQ(402, call_status(self, "POST", "/anthropic/v1/messages", "x-api-key", DUMMY_KEY,
+                                   MSG_BODY("10", "")));
+        ASSERT_EQ(402, call_status(self, "GET", "/anthropic/v1/models", "x-api-key", DUMMY_KEY, ""));
         usleep(300 * 1000);
-        stats = read_text("stats.json");
+        stats = read_text(self, "stats.json");
         ASSERT_CONTAINS("\"ceiling_hit\":true", stats);
 }
 
-TEST(i_stats_and_exit) {
+static int64_t stat_of(json_object *o, const char *key) {
+        json_object *v;
+        return json_object_object_get_ex(o, key, &v) ? json_object_get_int64(v) : -1;
+}
+
+/* Usage metered from a JSON answer and from both SSE dialects; refusals counted; exit 3 at the ceiling. */
+TEST_F(e2e, stats_and_exit_at_ceiling) {
         _cleanup_free_ char *stats = NULL;
         _cleanup_json_ json_object *o = NULL;
         json_object *v;
-        int status = 0;
 
-        CHECK_SETUP();
-        kill(broker_, SIGTERM);
-        ASSERT_EQ(broker_, waitpid(broker_, &status, 0));
-        broker_ = -1;
-        ASSERT_TRUE(WIFEXITED(status));
-        ASSERT_EQ(BROKER_EXIT_CEILING, WEXITSTATUS(status));
-        stats = read_text("stats.json");
+        ASSERT_EQ(200, call_status(self, "POST", "/anthropic/v1/messages", "x-api-key", DUMMY_KEY,
+                                   MSG_BODY("100", "")));
+        ASSERT_EQ(200, call_status(self, "POST", "/anthropic/v1/messages", "x-api-key", DUMMY_KEY,
+                                   MSG_BODY("100", "\"stream\": true,")));
+        ASSERT_EQ(200, call_status(self, "POST", "/openai/v1/chat/completions", "Authorization",
+                                   "Bearer " DUMMY_OPENAI,
+                                   "{\"model\": \"test-model\", \"max_tokens\": 100, \"stream\": true, "
+                                   "\"stream_options\": {\"include_usage\": true}, \"messages\": []}"));
+        ASSERT_EQ(200, call_status(self, "GET", "/anthropic/v1/models", "x-api-key", DUMMY_KEY, ""));
+        ASSERT_EQ(403, call_status(self, "POST", "/anthropic/v1/complete", "x-api-key", DUMMY_KEY,
+                                   MSG_BODY("1", "")));
+        ASSERT_EQ(402, call_status(self, "POST", "/anthropic/v1/messages", "x-api-key", DUMMY_KEY,
+                                   MSG_BODY("1000", "")));
+        ASSERT_EQ(BROKER_EXIT_CEILING, stop_broker(self));
+        stats = read_text(self, "stats.json");
         ASSERT_TRUE(stats && json_parse_strict(stats, strlen(stats), 1 << 20, 4, &o, NULL) >= 0);
-        for (char *l = strtok(stats, "\n"); l; l = strtok(NULL, "\n"))
-                printf("# %s\n", l);
-        free(TAKE_PTR(stats));
-        ASSERT_TRUE(json_object_object_get_ex(o, "requests", &v));
-        ASSERT_EQ(15, json_object_get_int(v));
-        ASSERT_TRUE(json_object_object_get_ex(o, "refused", &v));
-        ASSERT_EQ(9, json_object_get_int(v));
-        ASSERT_TRUE(json_object_object_get_ex(o, "input_tokens", &v));
-        ASSERT_EQ(300, json_object_get_int(v));
-        ASSERT_TRUE(json_object_object_get_ex(o, "output_tokens", &v));
-        ASSERT_EQ(150, json_object_get_int(v));
-        ASSERT_TRUE(json_object_object_get_ex(o, "cost_nanocents", &v));
-        ASSERT_EQ(1800000000, json_object_get_int64(v));
+        TEST_LOG("%s", stats);
+        EXPECT_EQ(6, stat_of(o, "requests"));
+        EXPECT_EQ(2, stat_of(o, "refused"));
+        EXPECT_EQ(300, stat_of(o, "input_tokens"));
+        EXPECT_EQ(150, stat_of(o, "output_tokens"));
+        EXPECT_EQ(1800000000, stat_of(o, "cost_nanocents"));
         ASSERT_TRUE(json_object_object_get_ex(o, "ceiling_hit", &v));
         ASSERT_TRUE(json_object_get_boolean(v));
 }
 
-TEST(j_key_in_no_log) {
+TEST_F(e2e, exit_zero_below_ceiling) {
+        _cleanup_free_ char *stats = NULL;
+
+        ASSERT_EQ(200, call_status(self, "POST", "/anthropic/v1/messages", "x-api-key", DUMMY_KEY,
+                                   MSG_BODY("100", "")));
+        ASSERT_EQ(0, stop_broker(self));
+        stats = read_text(self, "stats.json");
+        ASSERT_CONTAINS("\"ceiling_hit\":false", stats);
+        ASSERT_CONTAINS("\"requests\":1", stats);
+}
+
+TEST_F(e2e, key_in_no_log) {
         _cleanup_free_ char *err = NULL, *stats = NULL;
 
-        CHECK_SETUP();
-        err = read_text("broker.err");
-        stats = read_text("stats.json");
-        ASSERT_TRUE(err && strstr(err, "broker-request") == NULL);   /* MESSAGE form, not field names */
+        ASSERT_EQ(200, call_status(self, "POST", "/anthropic/v1/messages", "x-api-key", DUMMY_KEY,
+                                   MSG_BODY("10", "")));
+        ASSERT_EQ(200, call_status(self, "GET", "/anthropic/v1/models/echo", "x-api-key", DUMMY_KEY, ""));
+        ASSERT_EQ(402, call_status(self, "POST", "/anthropic/v1/messages", "x-api-key", DUMMY_KEY,
+                                   MSG_BODY("1000", "")));
+        ASSERT_EQ(BROKER_EXIT_CEILING, stop_broker(self));
+        err = read_text(self, "broker.err");
+        stats = read_text(self, "stats.json");
+        ASSERT_TRUE(err && stats);
+        ASSERT_TRUE(strstr(err, "broker-request") == NULL);   /* MESSAGE form, not field names */
         ASSERT_CONTAINS("-> 200", err);
         ASSERT_CONTAINS("-> 402: cost ceiling", err);
         ASSERT_TRUE(!strstr(err, REAL_KEY) && !strstr(stats, REAL_KEY));
@@ -362,17 +432,4 @@ TEST(j_key_in_no_log) {
         if (sh("journalctl -q -n1 >/dev/null 2>&1") == 0)
                 ASSERT_TRUE(sh("journalctl -q -o export POND_JOB_ID=" JOB " 2>/dev/null | grep -q '" REAL_KEY "'")
                             != 0);
-}
-
-TEST(z_cleanup) {
-        if (broker_ > 0) {
-                kill(broker_, SIGKILL);
-                waitpid(broker_, NULL, 0);
-        }
-        if (server_ > 0) {
-                kill(server_, SIGKILL);
-                waitpid(server_, NULL, 0);
-        }
-        if (dir_[strlen(dir_) - 1] != 'X' && !getenv("POND_TEST_KEEP"))
-                (void) sh("rm -rf %s", dir_);
 }

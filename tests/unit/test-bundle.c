@@ -63,6 +63,17 @@ static int scratch_new(Scratch *s) {
 }
 
 static char escape_name[64];
+static char esc_abs[96], esc_up[96], esc_deep[96], esc_a[96];
+
+/* The names a malicious entry would create outside dest, from the test's pid. written_outside() sets them
+ * itself: each test is a process of its own, and nothing an earlier test set carries over. */
+static void escape_names(void) {
+        snprintf(escape_name, sizeof escape_name, "pond-escape-%d", (int) getpid());
+        snprintf(esc_abs, sizeof esc_abs, "/tmp/%s", escape_name);
+        snprintf(esc_up, sizeof esc_up, "../%s", escape_name);
+        snprintf(esc_deep, sizeof esc_deep, "a/../../%s", escape_name);
+        snprintf(esc_a, sizeof esc_a, "up/%s", escape_name);
+}
 
 /* Entries below base outside out/dest, and escape_name anywhere the malicious paths could reach. */
 static int count_outside_;
@@ -76,6 +87,7 @@ static int count_outside_one(const char *p, const struct stat *st, int flag, str
 static int written_outside(const Scratch *s) {
         char p[256];
 
+        escape_names();
         count_outside_ = 0;
         dest_of_ = s->dest;
         nftw(s->base, count_outside_one, 16, FTW_PHYS);
@@ -351,16 +363,6 @@ static void check_refused(const TarEntry *entries, size_t n, const BundleLimits 
                 if (test_failed_)                                                                       \
                         return;                                                                         \
         } while (0)
-
-static char esc_abs[96], esc_up[96], esc_deep[96], esc_a[96];
-
-static void escape_names(void) {
-        snprintf(escape_name, sizeof escape_name, "pond-escape-%d", (int) getpid());
-        snprintf(esc_abs, sizeof esc_abs, "/tmp/%s", escape_name);
-        snprintf(esc_up, sizeof esc_up, "../%s", escape_name);
-        snprintf(esc_deep, sizeof esc_deep, "a/../../%s", escape_name);
-        snprintf(esc_a, sizeof esc_a, "up/%s", escape_name);
-}
 
 #define FILE_(p) { (p), AE_IFREG, 0644, NULL, 3 }
 #define DIR_(p) { (p), AE_IFDIR, 0755, NULL, 0 }

@@ -1,7 +1,8 @@
 /* test-egress-proxy.c: pond-egress end to end, in-process, in a private network namespace: the proxy on
  * 127.0.0.1, an upstream TLS server (openssl s_server) in a second namespace at 198.51.100.2 over veth
  * (a public-looking TEST-NET-2 address that is not the proxy host's own), a hosts file with good and
- * hostile names. Needs root (namespaces), ip, openssl and curl; otherwise SKIP with the reason. */
+ * hostile names. Each test sets all of this up afresh (the fixture) in a network namespace of its own.
+ * Needs root (namespaces), ip, openssl and curl; otherwise SKIP with the reason. */
 #include <arpa/inet.h>
 #include <poll.h>
 #include <stdarg.h>
@@ -20,9 +21,11 @@ TEST_MAIN();
 #define PROXY "127.0.0.1:18443"
 #define UPSTREAM "198.51.100.2"
 
-static const char *skip_;
-static char dir_[] = "/tmp/test-egress-proxy.XXXXXX";
-static pid_t server_ = -1, proxy_ = -1;
+FIXTURE(proxy) {
+        char dir[64];
+        pid_t server, proxy, proxy_dns;
+};
+typedef FIXTURE_DATA(proxy) Proxy;
 
 static const unsigned char hello[] = {
 #include "test-egress-hello.inc"
@@ -71,7 +74,7 @@ static bool wait_listening(const char *ip, int port) {
 }
 
 /* The server's own namespace: it waits for its end of the veth, configures it, becomes s_server. */
-static pid_t start_server(void) {
+static pid_t start_server(const char *dir) {
         int go[2];
         pid_t pid;
         char c;
@@ -85,7 +88,7 @@ static pid_t start_server(void) {
                         _exit(1);
                 if (sh("ip link set lo up && ip addr add " UPSTREAM "/24 dev vb && ip link set vb up") != 0)
                         _exit(1);
-                if (chdir(dir_) < 0)
+                if (chdir(dir) < 0)
                         _exit(1);
                 execlp("openssl", "openssl", "s_server", "-quiet", "-www", "-accept", "4443", "-cert", "cert.pem",
                        "-key", "key.pem", NULL);
@@ -102,11 +105,11 @@ static pid_t start_server(void) {
         return pid;
 }
 
-static void write_text(const char *name, const char *text) {
+static void write_text(const char *dir, const char *name, const char *text) {
         char path[256];
         FILE *f;
 
-        snprintf(path, sizeof path, "%s/%s", dir_, name);
+        snprintf(path, sizeof path, "%s/%s", dir, name);
         f = fopen(path, "we");
         if (f) {
                 fputs(text, f);
@@ -114,7 +117,7 @@ static void write_text(const char *name, const char *text) {
         }
 }
 
-static pid_t start_proxy(const char *dns_server, const char *listen) {
+static pid_t start_proxy(const char *dir, const char *dns_server, const char *listen) {
         pid_t pid = fork();
 
         if (pid == 0) {
@@ -124,9 +127,9 @@ static pid_t start_proxy(const char *dns_server, const char *listen) {
 
                 egress_config_init(&c);
                 c.job_id = "egress-test";
-                snprintf(allow, sizeof allow, "%s/allow.json", dir_);
-                snprintf(hosts, sizeof hosts, "%s/hosts", dir_);
-                snprintf(stats, sizeof stats, "%s/stats", dir_);
+                snprintf(allow, sizeof allow, "%s/allow.json", dir);
+                snprintf(hosts, sizeof hosts, "%s/hosts", dir);
+                snprintf(stats, sizeof stats, "%s/stats", dir);
                 r = egress_allow_load_file(&c.allow, allow, NULL);
                 c.hosts_file = dns_server ? NULL : hosts;
                 c.dns_server = dns_server;
@@ -140,47 +143,56 @@ static pid_t start_proxy(const char *dns_server, const char *listen) {
         return pid;
 }
 
-static const char *setup_once(void) {
-        static bool done;
-
-        if (done)
-                return skip_;
-        done = true;
+FIXTURE_SETUP(proxy) {
+        self->server = self->proxy = self->proxy_dns = -1;      /* never kill(-1) in the teardown */
         if (geteuid() != 0)
-                return skip_ = "needs root for network namespaces";
+                TEST_SKIP("needs root for network namespaces");
         if (sh("(command -v ip && command -v openssl && command -v curl) >/dev/null") != 0)
-                return skip_ = "needs ip, openssl and curl";
+                TEST_SKIP("needs ip, openssl and curl");
+        /* This test's process only: the next test starts from a fresh namespace. */
         if (unshare(CLONE_NEWNET) < 0)
-                return skip_ = "cannot unshare a network namespace here";
-        if (!mkdtemp(dir_) || sh("ip link set lo up") != 0)
-                return skip_ = "namespace setup failed";
-        if (sh("cd %s && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 "
-               "-subj /CN=allowed.test -addext subjectAltName=DNS:allowed.test,DNS:other.test,"
-               "DNS:allowed.example -keyout key.pem -out cert.pem 2>/dev/null", dir_) != 0)
-                return skip_ = "openssl req failed";
-        write_text("hosts", "# test names\n" UPSTREAM " allowed.test other.test allowed.example unlisted.test\n"
+                TEST_SKIP("cannot unshare a network namespace here");
+        snprintf(self->dir, sizeof self->dir, "/tmp/test-egress-proxy.XXXXXX");
+        if (!mkdtemp(self->dir)) {
+                self->dir[0] = 0;
+                TEST_FAIL_("mkdtemp: %m");
+        }
+        ASSERT_EQ(0, sh("ip link set lo up"));
+        ASSERT_EQ(0, sh("cd %s && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 "
+                        "-subj /CN=allowed.test -addext subjectAltName=DNS:allowed.test,DNS:other.test,"
+                        "DNS:allowed.example -keyout key.pem -out cert.pem 2>/dev/null", self->dir));
+        write_text(self->dir, "hosts", "# test names\n" UPSTREAM " allowed.test other.test allowed.example unlisted.test\n"
                    "127.0.0.1 loop.test mixed.test\n" UPSTREAM " mixed.test\n10.1.2.3 private.test\n"
                    "169.254.169.254 meta.test\n::1 loop6.test\n::ffff:127.0.0.1 mapped.test\n");
-        write_text("allow.json", "{\"allow_hosts\": [\"allowed.test\", \"other.test\", \"allowed.example\", "
+        write_text(self->dir, "allow.json", "{\"allow_hosts\": [\"allowed.test\", \"other.test\", \"allowed.example\", "
                    "\"loop.test\", \"mixed.test\", \"private.test\", \"meta.test\", \"loop6.test\", "
                    "\"mapped.test\", \"nowhere.test\"]}");
-        server_ = start_server();
-        if (server_ < 0 || sh("ip addr add 198.51.100.1/24 dev va && ip link set va up") != 0)
-                return skip_ = "veth setup failed";
+        self->server = start_server(self->dir);
+        ASSERT_TRUE(self->server > 0);
+        ASSERT_EQ(0, sh("ip addr add 198.51.100.1/24 dev va && ip link set va up"));
         if (!wait_listening(UPSTREAM, 4443))
-                return skip_ = "upstream openssl s_server did not come up";
-        proxy_ = start_proxy(NULL, PROXY);
-        if (proxy_ < 0 || !wait_listening("127.0.0.1", 18443))
-                return skip_ = "proxy did not come up";
-        return NULL;
+                TEST_FAIL_("upstream openssl s_server did not come up");
+        self->proxy = start_proxy(self->dir, NULL, PROXY);
+        ASSERT_TRUE(self->proxy > 0);
+        if (!wait_listening("127.0.0.1", 18443))
+                TEST_FAIL_("proxy did not come up");
 }
 
-#define SETUP()                                 \
-        do {                                    \
-                const char *_s = setup_once();  \
-                if (_s)                         \
-                        TEST_SKIP(_s);          \
-        } while (0)
+static void stop(pid_t *pid) {
+        if (*pid > 0) {
+                kill(*pid, SIGKILL);
+                waitpid(*pid, NULL, 0);
+        }
+        *pid = -1;
+}
+
+FIXTURE_TEARDOWN(proxy) {
+        stop(&self->proxy_dns);
+        stop(&self->proxy);
+        stop(&self->server);
+        if (self->dir[0])
+                sh("rm -rf %s", self->dir);
+}
 
 /* Sends head (and then extra, if any) to the proxy; the reply's first bytes into buf. */
 static ssize_t exchange(const char *head, const void *extra, size_t extra_len, char *buf, size_t size) {
@@ -213,14 +225,12 @@ static ssize_t exchange(const char *head, const void *extra, size_t extra_len, c
                 ASSERT_CONTAINS(why, _b);                                                       \
         } while (0)
 
-TEST(allowed_name_through_curl) {
-        SETUP();
+TEST_F(proxy, allowed_name_through_curl) {
         ASSERT_EQ(0, sh("curl -sS --max-time 20 -x http://" PROXY " --cacert %s/cert.pem https://allowed.test:4443/ "
-                        "| grep -q s_server", dir_));
+                        "| grep -q s_server", self->dir));
 }
 
-TEST(refused_addresses) {
-        SETUP();
+TEST_F(proxy, refused_addresses) {
         REFUSED("403", "is loopback", "CONNECT loop.test:4443 HTTP/1.1\r\n\r\n");
         REFUSED("403", "is private", "CONNECT private.test:4443 HTTP/1.1\r\n\r\n");
         REFUSED("403", "is metadata", "CONNECT meta.test:443 HTTP/1.1\r\n\r\n");
@@ -230,8 +240,7 @@ TEST(refused_addresses) {
         REFUSED("403", "is loopback", "CONNECT mixed.test:4443 HTTP/1.1\r\n\r\n");
 }
 
-TEST(refused_requests) {
-        SETUP();
+TEST_F(proxy, refused_requests) {
         REFUSED("403", "not on the allowlist", "CONNECT unlisted.test:4443 HTTP/1.1\r\n\r\n");
         REFUSED("403", "IP literals", "CONNECT " UPSTREAM ":4443 HTTP/1.1\r\n\r\n");
         REFUSED("403", "IP literals", "CONNECT [::ffff:127.0.0.1]:443 HTTP/1.1\r\n\r\n");
@@ -242,10 +251,9 @@ TEST(refused_requests) {
         REFUSED("502", "no address", "CONNECT nowhere.test:443 HTTP/1.1\r\n\r\n");
 }
 
-TEST(sni_must_match) {
+TEST_F(proxy, sni_must_match) {
         char buf[4096];
 
-        SETUP();
         /* The captured ClientHello names Allowed.Example.: through a tunnel to allowed.example it passes
          * (the server answers with a handshake record), through a tunnel to allowed.test it is cut. */
         ASSERT_TRUE(exchange("CONNECT allowed.example:4443 HTTP/1.1\r\n\r\n", hello, sizeof hello, buf, sizeof buf) > 0);
@@ -253,48 +261,52 @@ TEST(sni_must_match) {
         ASSERT_EQ(0, exchange("CONNECT allowed.test:4443 HTTP/1.1\r\n\r\n", hello, sizeof hello, buf, sizeof buf));
 }
 
-TEST(plain_http_through_tunnel_is_cut) {
+TEST_F(proxy, plain_http_through_tunnel_is_cut) {
         char buf[4096];
 
-        SETUP();
         ASSERT_EQ(0, exchange("CONNECT allowed.test:4443 HTTP/1.1\r\n\r\n", "GET / HTTP/1.1\r\n\r\n", 18, buf,
                               sizeof buf));
         ASSERT_TRUE(sh("curl -sS --max-time 10 -p -x http://" PROXY " http://allowed.test:4443/ >/dev/null 2>&1") != 0);
 }
 
-TEST(stats_at_sigterm) {
+/* One tunnel allowed, one request refused: the stats file written at SIGTERM counts them. */
+TEST_F(proxy, stats_at_sigterm) {
         _cleanup_free_ char *text = NULL;
         char path[256];
         int status;
 
-        SETUP();
-        ASSERT_EQ(0, kill(proxy_, SIGTERM));
-        ASSERT_EQ(proxy_, waitpid(proxy_, &status, 0));
-        proxy_ = -1;
+        ASSERT_EQ(0, sh("curl -sS --max-time 20 -x http://" PROXY " --cacert %s/cert.pem https://allowed.test:4443/ "
+                        ">/dev/null", self->dir));
+        REFUSED("403", "not on the allowlist", "CONNECT unlisted.test:4443 HTTP/1.1\r\n\r\n");
+        ASSERT_EQ(0, kill(self->proxy, SIGTERM));
+        ASSERT_EQ(self->proxy, waitpid(self->proxy, &status, 0));
+        self->proxy = -1;
         ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-        snprintf(path, sizeof path, "%s/stats", dir_);
+        snprintf(path, sizeof path, "%s/stats", self->dir);
         ASSERT_OK(read_full_file(path, 65536, &text, NULL));
-        ASSERT_CONTAINS("\"allowed\":2", text);
+        TEST_LOG("%s", text);
+        /* The third connection is the set-up's probe, which closed before a CONNECT. */
+        ASSERT_CONTAINS("\"connections\":3", text);
+        ASSERT_CONTAINS("\"allowed\":1", text);
+        ASSERT_CONTAINS("\"denied\":2", text);
         ASSERT_CONTAINS("\"job_id\":\"egress-test\"", text);
 }
 
 /* With a DNS server (c-ares): an unlisted name causes no query at all, an allowlisted one exactly the
  * query for its name, sent to the configured server only. */
-TEST(dns_server_and_no_lookup_before_allowlist) {
+TEST_F(proxy, dns_server_and_no_lookup_before_allowlist) {
         struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(5300) };
         struct timeval tv = { .tv_sec = 5 };
         char buf[512];
         int dns, fd;
-        pid_t pid;
         ssize_t n;
 
-        SETUP();
         dns = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
         inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
         ASSERT_EQ(0, bind(dns, (struct sockaddr *) &sa, sizeof sa));
         setsockopt(dns, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-        pid = start_proxy("127.0.0.1:5300", "127.0.0.1:18444");
-        ASSERT_TRUE(pid > 0 && wait_listening("127.0.0.1", 18444));
+        self->proxy_dns = start_proxy(self->dir, "127.0.0.1:5300", "127.0.0.1:18444");
+        ASSERT_TRUE(self->proxy_dns > 0 && wait_listening("127.0.0.1", 18444));
 
         fd = tcp_connect("127.0.0.1", 18444);
         ASSERT_TRUE(write(fd, "CONNECT unlisted.test:443 HTTP/1.1\r\n\r\n", 39) == 39);
@@ -310,16 +322,5 @@ TEST(dns_server_and_no_lookup_before_allowlist) {
         n = recv(dns, buf, sizeof buf, 0);
         close(fd);
         ASSERT_TRUE(n > 12 && memmem(buf, (size_t) n, "\x07" "allowed" "\x04" "test", 14));
-        kill(pid, SIGTERM);
-        waitpid(pid, NULL, 0);
         close(dns);
-}
-
-TEST(teardown) {
-        if (proxy_ > 0)
-                kill(proxy_, SIGKILL), waitpid(proxy_, NULL, 0);
-        if (server_ > 0)
-                kill(server_, SIGKILL), waitpid(server_, NULL, 0);
-        if (strchr(dir_, 'X') == NULL)
-                sh("rm -rf %s", dir_);
 }

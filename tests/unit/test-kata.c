@@ -33,9 +33,8 @@ TEST(refuses_here_with_a_reason) {
 TEST(refuses_without_a_runtime) {
         _cleanup_free_ char *path = NULL;
 
-        setenv("POND_KATA_RUNTIME", "/nonexistent/kata-runtime", 1);
+        setenv("POND_KATA_RUNTIME", "/nonexistent/kata-runtime", 1); /* this test's process only */
         ASSERT_TRUE(kata_runtime_path(&path) < 0);
-        unsetenv("POND_KATA_RUNTIME");
 }
 
 static void touch(const char *dir, const char *name) {
@@ -46,23 +45,40 @@ static void touch(const char *dir, const char *name) {
                 close(fd);
 }
 
-TEST(prefers_firecracker) {
-        char dir[] = "/tmp/pond-test-kata.XXXXXX";
+/* A Kata configuration directory of the test's own. The POND_KATA_* variables it sets die with the test's
+ * process (tests.h forks per test), also when an assertion fails half-way. */
+FIXTURE(kata_dir) {
+        char dir[64];
+};
+
+FIXTURE_SETUP(kata_dir) {
+        snprintf(self->dir, sizeof self->dir, "/tmp/pond-test-kata.XXXXXX");
+        if (!mkdtemp(self->dir)) {
+                self->dir[0] = 0;
+                TEST_FAIL_("mkdtemp: %m");
+        }
+        ASSERT_EQ(0, setenv("POND_KATA_CONFIG_DIR", self->dir, 1));
+        ASSERT_EQ(0, setenv("POND_KATA_RUNTIME", "/bin/true", 1));
+}
+
+FIXTURE_TEARDOWN(kata_dir) {
+        if (self->dir[0])
+                ASSERT_OK(rm_rf_at(AT_FDCWD, self->dir));
+}
+
+TEST_F(kata_dir, prefers_firecracker) {
         _cleanup_strv_free_ char **argv = NULL;
-        _cleanup_free_ char *config = NULL, *fc = NULL;
+        _cleanup_free_ char *config = NULL;
         RuntimeJob j = { .state_root = "/run/pond/runtime", .bundle = "/b", .container_id = "pond-x",
                          .pid_file = "/p", .log_file = "/l" };
 
-        ASSERT_TRUE(mkdtemp(dir) != NULL);
-        setenv("POND_KATA_CONFIG_DIR", dir, 1);
-        setenv("POND_KATA_RUNTIME", "/bin/true", 1);
         ASSERT_EQ(0, kata_config_path(&config));
-        touch(dir, "configuration-qemu.toml");
+        touch(self->dir, "configuration-qemu.toml");
         ASSERT_EQ(1, kata_config_path(&config));
         ASSERT_CONTAINS("configuration-qemu.toml", config);
         free(config);
         config = NULL;
-        touch(dir, "configuration-fc.toml");
+        touch(self->dir, "configuration-fc.toml");
         ASSERT_EQ(1, kata_config_path(&config));
         ASSERT_CONTAINS("configuration-fc.toml", config);
 
@@ -72,9 +88,6 @@ TEST(prefers_firecracker) {
         ASSERT_STREQ(config, argv[2]);
         ASSERT_STREQ("create", argv[7]);
         ASSERT_STREQ("pond-x", argv[strv_length(argv) - 1]);
-        unsetenv("POND_KATA_CONFIG_DIR");
-        unsetenv("POND_KATA_RUNTIME");
-        ASSERT_OK(rm_rf_at(AT_FDCWD, dir));
 }
 
 static json_object *jget(json_object *o, const char *k) {
