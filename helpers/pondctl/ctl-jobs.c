@@ -15,10 +15,7 @@
 
 #define CTL_LOGS_TICK_USEC (10ULL * 1000)
 
-static void bus_unrefp(sd_bus **b) {
-        sd_bus_flush_close_unref(*b);
-}
-#define _cleanup_bus_ _cleanup_(bus_unrefp)
+#define _cleanup_bus_ _cleanup_(sd_bus_flush_close_unrefp)
 
 int ctl_job_id_arg(int argc, char *argv[], int first, const char **ret) {
         if (first != argc - 1)

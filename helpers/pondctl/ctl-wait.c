@@ -162,10 +162,6 @@ static void drain_log(const CtlWait *w) {
                 log_debug_errno(r, "Cannot follow the log of %s: %m", w->job_id);
 }
 
-static void bus_slot_unrefp(sd_bus_slot **s) {
-        sd_bus_slot_unref(*s);
-}
-
 /* The first signal cancels the job and keeps waiting for its (signed, "cancelled") result; the second gives
  * up waiting: the cancellation goes on without us. */
 static int on_cancel(const CtlWait *w, const char *unit, int n) {
@@ -259,7 +255,7 @@ static int wait_loop(const CtlWait *w, const char *unit, const char *result_json
 
 int ctl_wait(CtlWait *w) {
         _cleanup_free_ char *unit = NULL, *dir = NULL, *result_json = NULL;
-        _cleanup_(bus_slot_unrefp) sd_bus_slot *slot = NULL;
+        _cleanup_(sd_bus_slot_unrefp) sd_bus_slot *slot = NULL;
         struct sigaction sa = { .sa_handler = on_cancel_signal }, old_int, old_term;
         bool changed = true;
         int r;

@@ -9,7 +9,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/param.h>
 
 #include "errmsg.h"
 #include "json-strict.h"

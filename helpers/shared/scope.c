@@ -10,10 +10,6 @@
 
 #define SCOPE_WAIT_USEC (30ULL * 1000 * 1000)
 
-static void bus_message_unrefp(sd_bus_message **m) {
-        sd_bus_message_unref(*m);
-}
-
 int unit_name_for_job(const char *job_id, const char *suffix, char **ret) {
         char *s = NULL;
         if (asprintf(&s, "pond-%s%s", job_id, suffix) < 0)
@@ -109,7 +105,7 @@ UnitStart *unit_start_free(UnitStart *s) {
 
 /* Sends m (a Manager method returning a job path) and returns a handle on the queued job. */
 static int call_begin(sd_bus *bus, sd_bus_message *m, const char *unit, UnitStart **ret) {
-        _cleanup_(bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(unit_start_freep) UnitStart *s = calloc(1, sizeof *s);
         sd_bus_error error = SD_BUS_ERROR_NULL;
         const char *job;
@@ -161,7 +157,7 @@ static int call_and_wait_job(sd_bus *bus, sd_bus_message *m, const char *unit) {
 
 int scope_start(sd_bus *bus, const char *unit, pid_t pid, const ScopeLimits *limits, const char *bound_to,
                 const char *description) {
-        _cleanup_(bus_message_unrefp) sd_bus_message *m = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
         int r;
 
         r = sd_bus_message_new_method_call(bus, &m, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
@@ -178,7 +174,7 @@ int scope_start(sd_bus *bus, const char *unit, pid_t pid, const ScopeLimits *lim
 }
 
 int unit_start_begin(sd_bus *bus, const char *unit, UnitStart **ret) {
-        _cleanup_(bus_message_unrefp) sd_bus_message *m = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
         int r;
 
         r = sd_bus_message_new_method_call(bus, &m, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
@@ -191,7 +187,7 @@ int unit_start_begin(sd_bus *bus, const char *unit, UnitStart **ret) {
 }
 
 static int manager_call(sd_bus *bus, const char *method, const char *types, ...) {
-        _cleanup_(bus_message_unrefp) sd_bus_message *m = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
         sd_bus_error error = SD_BUS_ERROR_NULL;
         va_list ap;
         int r;

@@ -86,10 +86,7 @@ typedef struct Rule {
         unsigned n_args;
 } Rule;
 
-static void seccomp_releasep(scmp_filter_ctx *ctx) {
-        if (*ctx)
-                seccomp_release(*ctx);
-}
+DEFINE_TRIVIAL_CLEANUP_FUNC(scmp_filter_ctx, seccomp_release);
 
 #define fail(ret_error, ...) error_set((ret_error), -EINVAL, __VA_ARGS__)
 
