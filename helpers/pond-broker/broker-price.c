@@ -7,8 +7,6 @@
 #include "json-strict.h"
 #include "macro.h"
 
-#define MIN(a, b) ((a) < (b) ? (a) : (b))
-#define MAX(a, b) ((a) > (b) ? (a) : (b))
 #define PRICE_MAX_CENTS 100000.0  /* per million tokens: far above any real model, bounds the arithmetic */
 
 static uint64_t sat_mul(uint64_t a, uint64_t b) {

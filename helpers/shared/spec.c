@@ -13,6 +13,7 @@
 #include "jobid.h"
 #include "macro.h"
 #include "spec.h"
+#include "strv.h"
 
 /* Checks one string; returns NULL if it is fine, else why not (completing "FIELD: ..."). */
 typedef const char *(*StringCheck)(const char *s);
@@ -25,10 +26,6 @@ static int refuse_unknown_key(const char *key, const char *where, char **ret_err
         if (!p)
                 return -ENOMEM;
         return refuse(ret_error, "unknown key '%s' %s", p, where);
-}
-
-static void strv_free(char **l) {
-        strv_freep(&l);
 }
 
 static bool is_alpha_(char c) {

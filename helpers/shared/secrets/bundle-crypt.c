@@ -189,13 +189,12 @@ int bundle_encrypt_fd(int in_fd, int out_fd, const uint8_t worker_pk[KEY_SEAL_PU
         if (r < 0)
                 return r;
         for (;;) {
-                ssize_t n = read(in_fd, buf, BUNDLE_CHUNK_SIZE);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return negative_errno();
-                if (n == 0)
+                ssize_t n = loop_read(in_fd, buf, BUNDLE_CHUNK_SIZE);
+                if (n <= 0) {
+                        if (n < 0)
+                                return (int) n;
                         break;
+                }
                 r = bundle_sealer_write(s, buf, (size_t) n);
                 if (r < 0)
                         return r;
