@@ -87,7 +87,7 @@ int json_check_array(json_object *v, const char *field, size_t min, size_t max, 
         if (n > max)
                 return refuse(ret_error, "%s: more than %zu elements", field, max);
         if (n < min)
-                return refuse(ret_error, "%s: fewer than %zu elements", field, min);
+                return refuse(ret_error, "%s: must have at least %zu element%s", field, min, min == 1 ? "" : "s");
         return 0;
 }
 

@@ -21,6 +21,9 @@
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
 
+#define XSTRINGIFY(x) #x
+#define STRINGIFY(x) XSTRINGIFY(x)
+
 /* The one definition (sys/param.h has its own: not included anywhere in pond). Arguments are evaluated
  * twice: no side effects in them. */
 #undef MIN
