@@ -7,6 +7,7 @@
 
 #include "config.h"
 #include "ctl.h"
+#include "json-util.h"
 #include "log.h"
 #include "result.h"
 
@@ -21,21 +22,6 @@ static void on_cancel_signal(int sig) {
         cancel_requests++;
 }
 
-static json_object *get(json_object *o, const char *key) {
-        json_object *v = NULL;
-        return o && json_object_object_get_ex(o, key, &v) ? v : NULL;
-}
-
-static const char *get_str(json_object *o, const char *key) {
-        json_object *v = get(o, key);
-        return json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-}
-
-static bool get_bool(json_object *o, const char *key) {
-        json_object *v = get(o, key);
-        return json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v);
-}
-
 static int signal_from_name(const char *name) {
         if (!name || strncmp(name, "SIG", 3) != 0)
                 return -EINVAL;
@@ -48,8 +34,8 @@ static int signal_from_name(const char *name) {
 }
 
 int ctl_exit_status_from_result(json_object *result, const char **ret_why) {
-        const char *status = get_str(result, "status"), *why = get_str(result, "reason");
-        json_object *ex = get(result, "exit"), *rc = get(ex, "rc");
+        const char *status = json_get_str(result, "status"), *why = json_get_str(result, "reason");
+        json_object *ex = json_get(result, "exit"), *rc = json_get(ex, "rc");
         int ret, sig;
 
         if (!status) {
@@ -64,11 +50,11 @@ int ctl_exit_status_from_result(json_object *result, const char **ret_why) {
         else if (!streq(status, "completed")) {
                 why = "the result has an unknown status";
                 ret = CTL_EXIT_FAILED;
-        } else if (get_bool(ex, "timed_out")) {
+        } else if (json_get_true(ex, "timed_out")) {
                 why = "the job ran out of wall-clock time";
                 ret = CTL_EXIT_TIMEOUT;
-        } else if (get_str(ex, "signal")) {
-                sig = signal_from_name(get_str(ex, "signal"));
+        } else if (json_get_str(ex, "signal")) {
+                sig = signal_from_name(json_get_str(ex, "signal"));
                 why = sig > 0 ? NULL : "the job was killed by an unknown signal";
                 ret = sig > 0 ? CTL_EXIT_SIGNAL_BASE + sig : CTL_EXIT_FAILED;
         } else if (json_object_is_type(rc, json_type_int)) {
@@ -84,8 +70,8 @@ int ctl_exit_status_from_result(json_object *result, const char **ret_why) {
 }
 
 static void format_exit(json_object *ex, char *buf, size_t size) {
-        json_object *rc = get(ex, "rc");
-        const char *sig = get_str(ex, "signal");
+        json_object *rc = json_get(ex, "rc");
+        const char *sig = json_get_str(ex, "signal");
 
         if (sig)
                 snprintf(buf, size, "signal %s", sig);
@@ -96,21 +82,22 @@ static void format_exit(json_object *ex, char *buf, size_t size) {
 }
 
 void ctl_print_summary(FILE *f, json_object *result, const char *dir) {
-        json_object *ex = get(result, "exit"), *wall = get(get(result, "times"), "wall_ms");
-        json_object *arts = get(result, "artifacts");
-        const char *reason = get_str(result, "reason");
+        json_object *ex = json_get(result, "exit"), *wall = json_get(json_get(result, "times"), "wall_ms");
+        json_object *arts = json_get(result, "artifacts");
+        const char *reason = json_get_str(result, "reason");
         char exit_buf[64], wall_buf[32] = "-";
 
         format_exit(ex, exit_buf, sizeof exit_buf);
         if (json_object_is_type(wall, json_type_int))
                 snprintf(wall_buf, sizeof wall_buf, "%.3f s", (double) json_object_get_int64(wall) / 1000.0);
         fprintf(f, "pond: job %s %s: %s, timed_out %s, oom %s, wall %s\n",
-                get_str(result, "job_id") ?: "?", get_str(result, "status") ?: "(no status)", exit_buf,
-                get_bool(ex, "timed_out") ? "yes" : "no", get_bool(ex, "oom_killed") ? "yes" : "no",
-                wall_buf);
+                json_get_str(result, "job_id") ?: "?", json_get_str(result, "status") ?: "(no status)",
+                exit_buf, json_get_true(ex, "timed_out") ? "yes" : "no",
+                json_get_true(ex, "oom_killed") ? "yes" : "no", wall_buf);
         if (reason)
                 fprintf(f, "pond: reason: %s\n", reason);
-        fprintf(f, "pond: output_sha %s, %zu artifact(s), result %s\n", get_str(result, "output_sha") ?: "-",
+        fprintf(f, "pond: output_sha %s, %zu artifact(s), result %s\n",
+                json_get_str(result, "output_sha") ?: "-",
                 json_object_is_type(arts, json_type_array) ? json_object_array_length(arts) : 0, dir);
 }
 
@@ -148,7 +135,7 @@ static int finish(const CtlWait *w, const char *dir) {
         if (!w->quiet)
                 ctl_print_summary(stderr, result, dir);
         else if (why && (ret == CTL_EXIT_REFUSED || ret == CTL_EXIT_FAILED))
-                log_error("Job %s %s: %s", w->job_id, get_str(result, "status") ?: "failed", why);
+                log_error("Job %s %s: %s", w->job_id, json_get_str(result, "status") ?: "failed", why);
         return ret;
 }
 
