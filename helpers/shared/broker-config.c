@@ -79,7 +79,8 @@ static bool upstream_is_valid(const char *url) {
         bool ok;
 
         ok = u && strncmp(url, "https://", 8) == 0 &&
-             strspn(url, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~:/[]") == strlen(url) &&
+             strspn(url, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                         "0123456789-._~:/[]") == strlen(url) &&
              curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
              curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK && streq(scheme, "https") &&
              curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK && host[0] &&
@@ -106,8 +107,8 @@ static int parse_upstream(json_object *v, const char *field, void *userdata, cha
         if (n > 0 && url[n - 1] == '/')
                 url[n - 1] = 0;
         if (!upstream_is_valid(url))
-                return error_set(ret_error, -EINVAL, "%s: must be https://HOST[:PORT][/PATH] without user, query or "
-                                 "fragment", field);
+                return error_set(ret_error, -EINVAL, "%s: must be https://HOST[:PORT][/PATH] without user, "
+                                 "query or fragment", field);
         free(c->upstream);
         c->upstream = TAKE_PTR(url);
         return 0;
@@ -127,8 +128,8 @@ static int parse_rule(const char *s, const char *field, BrokerRule *ret, char **
                 return -ENOMEM;
         ret->method = broker_method_from_string(method);
         if (ret->method < 0)
-                return error_set(ret_error, -EINVAL, "%s: unknown method '%s' (GET, POST, PUT, PATCH, DELETE)",
-                                 field, method);
+                return error_set(ret_error, -EINVAL,
+                                 "%s: unknown method '%s' (GET, POST, PUT, PATCH, DELETE)", field, method);
         n = strlen(path);
         ret->prefix = n >= 2 && streq(path + n - 2, "/*");
         if (ret->prefix)
@@ -224,8 +225,8 @@ static const JsonField credential_fields[] = {
         { "upstream",  JSON_STRING, .callback = parse_upstream, .flags = JSON_MANDATORY | JSON_NULLABLE,
           .max = 512 },
         { "inject",    JSON_OBJECT, .callback = parse_inject, .flags = JSON_MANDATORY | JSON_NULLABLE },
-        { "allow",     JSON_ARRAY,  .callback = parse_allow, .flags = JSON_MANDATORY | JSON_NULLABLE, .min = 1,
-          .max = BROKER_RULES_MAX },
+        { "allow",     JSON_ARRAY,  .callback = parse_allow, .flags = JSON_MANDATORY | JSON_NULLABLE,
+          .min = 1, .max = BROKER_RULES_MAX },
         { "dummy_key", JSON_STRING, .offset = offsetof(BrokerCredential, dummy_presented),
           .flags = JSON_MANDATORY | JSON_NULLABLE, .max = BROKER_KEY_MAX, .check = check_dummy_key },
         { "env",       JSON_OBJECT, .callback = parse_env, .flags = JSON_MANDATORY | JSON_NULLABLE },
@@ -292,8 +293,8 @@ static const JsonField top_fields[] = {
         { "prices",         JSON_STRING, .offset = offsetof(BrokerConfig, prices),
           .flags = JSON_MANDATORY | JSON_NULLABLE, .max = 4096 },
         { "limits",         JSON_OBJECT, .callback = parse_limits, .flags = JSON_NULLABLE },
-        { "credentials",    JSON_ARRAY,  .callback = parse_credentials, .flags = JSON_MANDATORY | JSON_NULLABLE,
-          .min = 1, .max = BROKER_CREDENTIALS_MAX },
+        { "credentials",    JSON_ARRAY,  .callback = parse_credentials,
+          .flags = JSON_MANDATORY | JSON_NULLABLE, .min = 1, .max = BROKER_CREDENTIALS_MAX },
         {}
 };
 

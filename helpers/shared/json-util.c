@@ -65,8 +65,8 @@ int json_check_u64(json_object *v, const char *field, uint64_t min, uint64_t max
         /* get_int64() tells the sign; get_uint64() the value, also above INT64_MAX. */
         if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0 ||
             (u = json_object_get_uint64(v)) < min || u > max)
-                return refuse(ret_error, "%s: must be an integer between %" PRIu64 " and %" PRIu64, field, min,
-                              max);
+                return refuse(ret_error, "%s: must be an integer between %" PRIu64 " and %" PRIu64, field,
+                              min, max);
         *ret = u;
         return 0;
 }
@@ -87,7 +87,8 @@ int json_check_array(json_object *v, const char *field, size_t min, size_t max, 
         if (n > max)
                 return refuse(ret_error, "%s: more than %zu elements", field, max);
         if (n < min)
-                return refuse(ret_error, "%s: must have at least %zu element%s", field, min, min == 1 ? "" : "s");
+                return refuse(ret_error, "%s: must have at least %zu element%s", field, min,
+                              min == 1 ? "" : "s");
         return 0;
 }
 
@@ -120,8 +121,8 @@ int json_check_keys(json_object *o, const char *where, const char *const *known,
         return 0;
 }
 
-int json_get_u64(json_object *o, const char *where, const char *key, uint64_t min, uint64_t max, uint64_t *ret,
-                 char **ret_error) {
+int json_get_u64(json_object *o, const char *where, const char *key, uint64_t min, uint64_t max,
+                 uint64_t *ret, char **ret_error) {
         json_object *v = json_get(o, key);
         char field[JSON_FIELD_MAX];
         int r;
@@ -156,7 +157,8 @@ static int dispatch_string(json_object *v, const char *field, const JsonField *f
         return 0;
 }
 
-static int dispatch_integer(json_object *v, const char *field, const JsonField *f, void *p, char **ret_error) {
+static int dispatch_integer(json_object *v, const char *field, const JsonField *f, void *p,
+                            char **ret_error) {
         uint64_t max = f->max ?: UINT64_MAX, u;
         int r;
 

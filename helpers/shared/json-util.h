@@ -32,8 +32,8 @@ int json_check_string(json_object *v, const char *field, size_t max_len, const c
 int json_check_u64(json_object *v, const char *field, uint64_t min, uint64_t max, uint64_t *ret,
                    char **ret_error);
 int json_check_bool(json_object *v, const char *field, bool *ret, char **ret_error);
-/* An array of min..max elements: "FIELD: must be an array", "FIELD: more than MAX elements", "FIELD: must have
- * at least MIN elements". */
+/* An array of min..max elements: "FIELD: must be an array", "FIELD: more than MAX elements",
+ * "FIELD: must have at least MIN elements". */
 int json_check_array(json_object *v, const char *field, size_t min, size_t max, char **ret_error);
 int json_check_object(json_object *v, const char *field, char **ret_error);
 
@@ -44,8 +44,8 @@ int json_check_keys(json_object *o, const char *where, const char *const *known,
 
 /* The member key of o as json_check_u64() would take it: 0 and *ret untouched if absent (or null), 1 if
  * present and in range. */
-int json_get_u64(json_object *o, const char *where, const char *key, uint64_t min, uint64_t max, uint64_t *ret,
-                 char **ret_error);
+int json_get_u64(json_object *o, const char *where, const char *key, uint64_t min, uint64_t max,
+                 uint64_t *ret, char **ret_error);
 
 typedef enum JsonType {
         JSON_ANY,       /* no check: the callback decides; without one the member is accepted and ignored */
