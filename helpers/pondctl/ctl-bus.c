@@ -13,17 +13,6 @@
 
 #define _cleanup_bus_error_ _cleanup_(sd_bus_error_free)
 
-int ctl_job_unit_name(const char *job_id, char **ret) {
-        char *s;
-
-        if (!job_id_is_valid(job_id))
-                return -EINVAL;
-        if (asprintf(&s, "pond-job@%s.service", job_id) < 0)
-                return -ENOMEM;
-        *ret = s;
-        return 0;
-}
-
 int ctl_bus_open(sd_bus **ret) {
         sd_bus *bus = NULL;
         int r = sd_bus_open_system(&bus);

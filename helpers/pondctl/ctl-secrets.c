@@ -7,7 +7,6 @@
 #include <sys/stat.h>
 
 #include "bundle.h"
-#include "config.h"
 #include "ctl-secrets.h"
 #include "ctl.h"
 #include "fileio.h"
@@ -170,7 +169,7 @@ static int bundle_extract_verb(int argc, char *argv[]) {
         _cleanup_secret_ uint8_t *sk = NULL;
         _cleanup_close_ int fd = -EBADF, dest = -EBADF;
         _cleanup_free_ char *err = NULL;
-        const char *key_dir = POND_KEYDIR, *job_id = NULL;
+        const char *key_dir = pond_dir(POND_DIR_KEY), *job_id = NULL;
         uint8_t pk[KEY_SEAL_PUBLIC_SIZE];
         char sha[SHA256_HEX_SIZE];
         int c, r;

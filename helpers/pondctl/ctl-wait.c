@@ -5,7 +5,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "config.h"
 #include "ctl.h"
 #include "json-util.h"
 #include "log.h"
@@ -107,11 +106,11 @@ int ctl_load_public_key(const char *pubkey_file, uint8_t ret_pk[KEY_SIGN_PUBLIC_
         if (pubkey_file)
                 r = key_load_public(pubkey_file, KEY_SIGN_PUBLIC_SIZE, ret_pk);
         else
-                r = keys_load_sign_public(POND_KEYDIR, ret_pk);
+                r = keys_load_sign_public(pond_dir(POND_DIR_KEY), ret_pk);
         if (r < 0)
                 return log_error_errno(r, "Cannot load the worker's public key %s%s%s: %m",
-                                       pubkey_file ?: POND_KEYDIR, pubkey_file ? "" : "/", pubkey_file ? "" :
-                                       KEY_SIGN_PUBLIC_FILE);
+                                       pubkey_file ?: pond_dir(POND_DIR_KEY), pubkey_file ? "" : "/",
+                                       pubkey_file ? "" : KEY_SIGN_PUBLIC_FILE);
         return 0;
 }
 
@@ -247,7 +246,7 @@ int ctl_wait(CtlWait *w) {
         bool changed = true;
         int r;
 
-        if (ctl_job_unit_name(w->job_id, &unit) < 0 || ctl_result_dir(w->paths, w->job_id, &dir) < 0 ||
+        if (unit_name(UNIT_JOB_SERVICE, w->job_id, &unit) < 0 || ctl_result_dir(w->paths, w->job_id, &dir) < 0 ||
             asprintf(&result_json, "%s/%s", dir, RESULT_JSON_FILE) < 0)
                 return log_oom();
         if (w->bus) {

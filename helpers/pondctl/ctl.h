@@ -9,12 +9,14 @@
 #include <stdint.h>
 #include <systemd/sd-bus.h>
 
+#include "dirs.h"
 #include "keys.h"
 #include "log.h"
 #include "output.h"
 #include "paths.h"
 #include "policy.h"
 #include "spec.h"
+#include "unit-name.h"
 
 /* Exit statuses of `pondctl run` and `pondctl wait` other than the job's own rc (as timeout(1), env(1)). */
 enum {
@@ -83,7 +85,6 @@ typedef struct CtlUnitState {
         char *status_text;
 } CtlUnitState;
 
-int ctl_job_unit_name(const char *job_id, char **ret);
 int ctl_bus_open(sd_bus **ret);
 /* StartUnit/StopUnit (method) with mode "replace"; *ret_error says why in words on failure. */
 int ctl_unit_call(sd_bus *bus, const char *method, const char *unit, char **ret_error);

@@ -10,14 +10,6 @@
 
 #define SCOPE_WAIT_USEC (30ULL * 1000 * 1000)
 
-int unit_name_for_job(const char *job_id, const char *suffix, char **ret) {
-        char *s = NULL;
-        if (asprintf(&s, "pond-%s%s", job_id, suffix) < 0)
-                return -ENOMEM;
-        *ret = s;
-        return 0;
-}
-
 typedef struct JobWait {
         char *job_path;
         bool done;
@@ -44,14 +36,8 @@ static int on_job_removed(sd_bus_message *m, void *userdata, sd_bus_error *error
         return 0;
 }
 
-static uint64_t now_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
-
 static int wait_for_job(sd_bus *bus, JobWait *w) {
-        uint64_t deadline = now_usec() + SCOPE_WAIT_USEC;
+        uint64_t deadline = clock_usec(CLOCK_MONOTONIC) + SCOPE_WAIT_USEC;
 
         while (!w->done) {
                 int r = sd_bus_process(bus, NULL);
@@ -59,9 +45,9 @@ static int wait_for_job(sd_bus *bus, JobWait *w) {
                         return r;
                 if (r > 0)
                         continue;
-                if (now_usec() >= deadline)
+                if (clock_usec(CLOCK_MONOTONIC) >= deadline)
                         return -ETIMEDOUT;
-                r = sd_bus_wait(bus, deadline - now_usec());
+                r = sd_bus_wait(bus, deadline - clock_usec(CLOCK_MONOTONIC));
                 if (r < 0)
                         return r;
         }
@@ -252,7 +238,7 @@ static int unit_is_gone(sd_bus *bus, const char *unit) {
 }
 
 int unit_stop(sd_bus *bus, const char *unit) {
-        uint64_t deadline = now_usec() + SCOPE_WAIT_USEC;
+        uint64_t deadline = clock_usec(CLOCK_MONOTONIC) + SCOPE_WAIT_USEC;
         int r;
 
         r = manager_call(bus, "StopUnit", "ss", unit, "replace");
@@ -261,7 +247,7 @@ int unit_stop(sd_bus *bus, const char *unit) {
         if (r < 0)
                 return r;
         while ((r = unit_is_gone(bus, unit)) == 0) {
-                if (now_usec() >= deadline)
+                if (clock_usec(CLOCK_MONOTONIC) >= deadline)
                         return -ETIMEDOUT;
                 usleep(10 * 1000);
         }
