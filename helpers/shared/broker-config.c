@@ -21,10 +21,6 @@ static const char *const method_table[_BROKER_METHOD_MAX] = {
         [BROKER_METHOD_DELETE] = "DELETE",
 };
 
-const char *broker_method_to_string(BrokerMethod m) {
-        return m >= 0 && m < _BROKER_METHOD_MAX ? method_table[m] : NULL;
-}
-
 BrokerMethod broker_method_from_string(const char *s) {
         for (BrokerMethod m = 0; s && m < _BROKER_METHOD_MAX; m++)
                 if (streq(s, method_table[m]))

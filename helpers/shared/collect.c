@@ -30,22 +30,8 @@ const char *artifact_kind_to_string(ArtifactKind k) {
         return k >= 0 && k < _ARTIFACT_KIND_MAX ? kind_table[k] : NULL;
 }
 
-ArtifactKind artifact_kind_from_string(const char *s) {
-        for (int i = 0; s && i < _ARTIFACT_KIND_MAX; i++)
-                if (streq(kind_table[i], s))
-                        return (ArtifactKind) i;
-        return _ARTIFACT_KIND_INVALID;
-}
-
 const char *artifact_change_to_string(ArtifactChange c) {
         return c >= 0 && c < _CHANGE_MAX ? change_table[c] : NULL;
-}
-
-ArtifactChange artifact_change_from_string(const char *s) {
-        for (int i = 0; s && i < _CHANGE_MAX; i++)
-                if (streq(change_table[i], s))
-                        return (ArtifactChange) i;
-        return _CHANGE_INVALID;
 }
 
 Manifest *manifest_free(Manifest *m) {

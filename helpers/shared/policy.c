@@ -32,9 +32,6 @@ static int table_lookup(const char *const *table, size_t n, const char *s) {
         return -EINVAL;
 }
 
-const char *fs_posture_to_string(FsPosture p) {
-        return p >= 0 && p < _FS_POSTURE_MAX ? fs_posture_table[p] : NULL;
-}
 FsPosture fs_posture_from_string(const char *s) {
         return table_lookup(fs_posture_table, _FS_POSTURE_MAX, s);
 }

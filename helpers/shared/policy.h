@@ -26,7 +26,6 @@ typedef enum NetPosture {
         _NET_POSTURE_INVALID = -EINVAL,
 } NetPosture;
 
-const char *fs_posture_to_string(FsPosture p);
 FsPosture fs_posture_from_string(const char *s);
 const char *net_posture_to_string(NetPosture p);
 NetPosture net_posture_from_string(const char *s);
