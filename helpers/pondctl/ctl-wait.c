@@ -32,7 +32,7 @@ static int signal_from_name(const char *name) {
         return -EINVAL;
 }
 
-int ctl_exit_status_from_result(json_object *result, const char **ret_why) {
+int ctl_exit_status_from_result(json_object *result, const char **ret_reason) {
         const char *status = json_get_str(result, "status"), *why = json_get_str(result, "reason");
         json_object *ex = json_get(result, "exit"), *rc = json_get(ex, "rc");
         int ret, sig;
@@ -63,8 +63,8 @@ int ctl_exit_status_from_result(json_object *result, const char **ret_why) {
                 why = "the result has neither an exit code nor a signal";
                 ret = CTL_EXIT_FAILED;
         }
-        if (ret_why)
-                *ret_why = why;
+        if (ret_reason)
+                *ret_reason = why;
         return ret;
 }
 

@@ -125,8 +125,8 @@ void ctl_log_follower_done(CtlLogFollower *f);
 int ctl_job_log_dir(const JobPaths *p, const char *job_id, char **ret);
 
 /* ctl-wait.c */
-/* The exit status a result stands for (see the enum); *ret_why names the reason for a non-rc status. */
-int ctl_exit_status_from_result(json_object *result, const char **ret_why);
+/* The exit status a result stands for (see the enum); *ret_reason names the reason for a non-rc status. */
+int ctl_exit_status_from_result(json_object *result, const char **ret_reason);
 void ctl_print_summary(FILE *f, json_object *result, const char *dir);
 int ctl_load_public_key(const char *pubkey_file, uint8_t ret_pk[KEY_SIGN_PUBLIC_SIZE]);
 int ctl_result_dir(const JobPaths *p, const char *job_id, char **ret);
