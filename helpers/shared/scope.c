@@ -103,8 +103,8 @@ static int call_begin(sd_bus *bus, sd_bus_message *m, const char *unit, UnitStar
 
         if (!s || !(s->unit = strdup(unit)))
                 return -ENOMEM;
-        r = sd_bus_match_signal(bus, &s->slot, SD_DESTINATION, SD_PATH, SD_MANAGER, "JobRemoved", on_job_removed,
-                                &s->wait);
+        r = sd_bus_match_signal(bus, &s->slot, SD_DESTINATION, SD_PATH, SD_MANAGER, "JobRemoved",
+                                on_job_removed, &s->wait);
         if (r < 0)
                 return log_debug_errno(r, "Cannot watch systemd jobs: %m");
         /* systemd sends JobRemoved only to subscribed clients (a second Subscribe on the same connection
