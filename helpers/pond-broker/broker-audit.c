@@ -2,40 +2,34 @@
  * what did it cost, what was refused and why" is a journalctl query:
  * journalctl POND_JOB_ID=ID POND_EVENT=broker-refused. Values come from checked strings only. */
 #include <inttypes.h>
-#include <stdarg.h>
-#include <sys/stat.h>
-#include <sys/uio.h>
+#include <stdio.h>
 #include <syslog.h>
-#include <systemd/sd-journal.h>
 
+#include "audit.h"
 #include "broker-audit.h"
-#include "journal-record.h"
 #include "broker-price.h"
+#include "messages.h"
 
-static const struct {
-        const char *name;
-        const char *message_id;
-        int priority;
-} event_table[_BROKER_EVENT_MAX] = {
+static const AuditEvent event_table[_BROKER_EVENT_MAX] = {
         [BROKER_EVENT_REQUEST] = { "broker-request", POND_MESSAGE_BROKER_REQUEST, LOG_INFO },
         [BROKER_EVENT_REFUSED] = { "broker-refused", POND_MESSAGE_BROKER_REFUSED, LOG_WARNING },
         [BROKER_EVENT_CEILING] = { "broker-ceiling", POND_MESSAGE_BROKER_CEILING, LOG_WARNING },
         [BROKER_EVENT_STATS] = { "broker-stats", POND_MESSAGE_BROKER_STATS, LOG_INFO },
 };
 
-const char *broker_event_to_string(BrokerEvent e) {
-        return e >= 0 && e < _BROKER_EVENT_MAX ? event_table[e].name : NULL;
-}
+/* The cost in cents with six decimals, for the message and POND_BROKER_COST_CENTS. */
+static bool format_cost(const void *record, char *buf, size_t size) {
+        const BrokerAuditRecord *r = record;
 
-static void format_cost(uint64_t nanocents, char buf[32]) {
-        snprintf(buf, 32, "%" PRIu64 ".%06" PRIu64, nanocents / BROKER_NANOCENTS_PER_CENT,
-                 nanocents % BROKER_NANOCENTS_PER_CENT / 1000);
+        snprintf(buf, size, "%" PRIu64 ".%06" PRIu64, r->cost / BROKER_NANOCENTS_PER_CENT,
+                 r->cost % BROKER_NANOCENTS_PER_CENT / 1000);
+        return true;
 }
 
 static void format_message(BrokerEvent e, const BrokerAuditRecord *r, char *buf, size_t size) {
         char cost[32];
 
-        format_cost(r->cost, cost);
+        format_cost(r, cost, sizeof cost);
         if (e == BROKER_EVENT_STATS || e == BROKER_EVENT_CEILING)
                 snprintf(buf, size, "%s: %s", event_table[e].name, r->reason ?: "");
         else
@@ -46,38 +40,30 @@ static void format_message(BrokerEvent e, const BrokerAuditRecord *r, char *buf,
                          r->bytes_up, r->bytes_down, r->input_tokens, r->output_tokens, cost);
 }
 
-static void add_fields(JournalRecord *f, const BrokerAuditRecord *r) {
-        char cost[32];
-
-        if (r->request)
-                journal_record_add(f, "POND_BROKER_REQUEST=%" PRIu64, r->request);
-        if (r->credential)
-                journal_record_add(f, "POND_BROKER_CREDENTIAL=%s", r->credential);
-        if (r->method)
-                journal_record_add(f, "POND_BROKER_METHOD=%s", r->method);
-        if (r->path)
-                journal_record_add(f, "POND_BROKER_PATH=%s", r->path);
-        if (r->status)
-                journal_record_add(f, "POND_BROKER_STATUS=%d", r->status);
-        if (r->reason)
-                journal_record_add(f, "POND_BROKER_REASON=%s", r->reason);
-        format_cost(r->cost, cost);
-        journal_record_add(f, "POND_BROKER_BYTES_UP=%" PRIu64, r->bytes_up);
-        journal_record_add(f, "POND_BROKER_BYTES_DOWN=%" PRIu64, r->bytes_down);
-        journal_record_add(f, "POND_BROKER_INPUT_TOKENS=%" PRIu64, r->input_tokens);
-        journal_record_add(f, "POND_BROKER_OUTPUT_TOKENS=%" PRIu64, r->output_tokens);
-        journal_record_add(f, "POND_BROKER_COST_CENTS=%s", cost);
-}
+static const AuditField broker_fields[] = {
+        { "POND_BROKER_REQUEST",       AUDIT_FIELD_U64,    .offset = offsetof(BrokerAuditRecord, request) },
+        { "POND_BROKER_CREDENTIAL",    AUDIT_FIELD_STRING, .offset = offsetof(BrokerAuditRecord, credential) },
+        { "POND_BROKER_METHOD",        AUDIT_FIELD_STRING, .offset = offsetof(BrokerAuditRecord, method) },
+        { "POND_BROKER_PATH",          AUDIT_FIELD_STRING, .offset = offsetof(BrokerAuditRecord, path) },
+        { "POND_BROKER_STATUS",        AUDIT_FIELD_INT,    .offset = offsetof(BrokerAuditRecord, status) },
+        { "POND_BROKER_REASON",        AUDIT_FIELD_STRING, .offset = offsetof(BrokerAuditRecord, reason) },
+        { "POND_BROKER_BYTES_UP",      AUDIT_FIELD_U64,    .offset = offsetof(BrokerAuditRecord, bytes_up),
+          .always = true },
+        { "POND_BROKER_BYTES_DOWN",    AUDIT_FIELD_U64,    .offset = offsetof(BrokerAuditRecord, bytes_down),
+          .always = true },
+        { "POND_BROKER_INPUT_TOKENS",  AUDIT_FIELD_U64,    .offset = offsetof(BrokerAuditRecord, input_tokens),
+          .always = true },
+        { "POND_BROKER_OUTPUT_TOKENS", AUDIT_FIELD_U64,    .offset = offsetof(BrokerAuditRecord, output_tokens),
+          .always = true },
+        { "POND_BROKER_COST_CENTS",    AUDIT_FIELD_FORMAT, .format = format_cost },
+        {}
+};
 
 int broker_audit(BrokerEvent e, const BrokerAuditRecord *r) {
         char message[1024];
-        JournalRecord f = {};
 
         if (e < 0 || e >= _BROKER_EVENT_MAX)
                 return -EINVAL;
         format_message(e, r, message, sizeof message);
-        journal_record_head(&f, message, event_table[e].message_id, event_table[e].priority, "pond-broker",
-                            event_table[e].name, r->job_id);
-        add_fields(&f, r);
-        return journal_record_send(&f, "pond-broker", r->job_id, message);
+        return audit_record("pond-broker", &event_table[e], r->job_id, message, broker_fields, r);
 }

@@ -1,16 +1,10 @@
 /* broker-audit.h: pond-broker's requests as journal records (POND_JOB_ID, POND_EVENT=broker-*,
- * POND_BROKER_* fields). No record ever carries a header value: the keys cannot reach the journal. */
+ * POND_BROKER_* fields; MESSAGE_IDs in messages.h). No record ever carries a header value: the keys cannot reach the journal. */
 #pragma once
 
 #include <stdint.h>
 
 #include "macro.h"
-
-/* Fresh MESSAGE_IDs of the broker records (one .catalog entry each belongs in units/pond.catalog). */
-#define POND_MESSAGE_BROKER_REQUEST "b83024b481af4f7887288839d7e85f02"
-#define POND_MESSAGE_BROKER_REFUSED "e163cdada61045ad9c49a13edebbef80"
-#define POND_MESSAGE_BROKER_CEILING "ad109d4bf7bf49009a2b2ba49c30b451"
-#define POND_MESSAGE_BROKER_STATS   "0b765fe0c7f24b3288e2f41f9d2dd740"
 
 typedef enum BrokerEvent {
         BROKER_EVENT_REQUEST,   /* forwarded upstream; status is the upstream's (or 502/504) */
@@ -20,8 +14,6 @@ typedef enum BrokerEvent {
         _BROKER_EVENT_MAX,
         _BROKER_EVENT_INVALID = -EINVAL,
 } BrokerEvent;
-
-const char *broker_event_to_string(BrokerEvent e);
 
 typedef struct BrokerAuditRecord {
         const char *job_id;

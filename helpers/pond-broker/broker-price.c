@@ -5,10 +5,9 @@
 #include "errmsg.h"
 #include "fileio.h"
 #include "json-strict.h"
+#include "json-util.h"
 #include "macro.h"
 
-#define MIN(a, b) ((a) < (b) ? (a) : (b))
-#define MAX(a, b) ((a) > (b) ? (a) : (b))
 #define PRICE_MAX_CENTS 100000.0  /* per million tokens: far above any real model, bounds the arithmetic */
 
 static uint64_t sat_mul(uint64_t a, uint64_t b) {
@@ -24,8 +23,9 @@ static int parse_price(json_object *o, const char *what, BrokerPrice *ret, char 
         json_object *in, *out;
         double i, x;
 
+        in = json_get(o, "input");
+        out = json_get(o, "output");
         if (!json_object_is_type(o, json_type_object) || json_object_object_length(o) != 2 ||
-            !json_object_object_get_ex(o, "input", &in) || !json_object_object_get_ex(o, "output", &out) ||
             !(json_object_is_type(in, json_type_int) || json_object_is_type(in, json_type_double)) ||
             !(json_object_is_type(out, json_type_int) || json_object_is_type(out, json_type_double)))
                 return error_set(ret_error, -EINVAL, "prices: '%s' must be {\"input\": N, \"output\": N} (cents per "
@@ -40,7 +40,8 @@ static int parse_price(json_object *o, const char *what, BrokerPrice *ret, char 
         return 0;
 }
 
-static int parse_models(json_object *models, BrokerPrices *p, char **ret_error) {
+static int parse_models(json_object *models, const char *field, void *userdata, char **ret_error) {
+        BrokerPrices *p = userdata;
         int r;
 
         if (!json_object_is_type(models, json_type_object) || json_object_object_length(models) > BROKER_PRICES_MAX)
@@ -63,46 +64,24 @@ static int parse_models(json_object *models, BrokerPrices *p, char **ret_error) 
         return 0;
 }
 
-static int get_count(json_object *o, const char *key, uint64_t min, uint64_t max, uint64_t *ret, char **ret_error) {
-        json_object *v;
-        int64_t i;
+static int parse_default(json_object *v, const char *field, void *userdata, char **ret_error) {
+        BrokerPrices *p = userdata;
 
-        if (!json_object_object_get_ex(o, key, &v))
-                return 0;
-        i = json_object_get_int64(v);
-        if (!json_object_is_type(v, json_type_int) || i < (int64_t) min || (uint64_t) i > max)
-                return error_set(ret_error, -EINVAL, "prices: '%s' must be an integer %llu..%llu.", key,
-                                 (unsigned long long) min, (unsigned long long) max);
-        *ret = (uint64_t) i;
-        return 0;
+        return parse_price(v, "default", &p->fallback, ret_error);
 }
 
-static int parse_table(json_object *o, BrokerPrices *p, char **ret_error) {
-        json_object *models, *fallback;
-        int r;
-
-        if (!json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, "models", &models) ||
-            !json_object_object_get_ex(o, "default", &fallback))
-                return error_set(ret_error, -EINVAL, "prices: an object with 'models' and 'default' is required.");
-        json_object_object_foreach(o, key, val) {
-                (void) val;
-                if (!streq(key, "unit") && !streq(key, "models") && !streq(key, "default") &&
-                    !streq(key, "input_bytes_per_token") && !streq(key, "input_overhead_tokens") &&
-                    !streq(key, "default_max_output_tokens"))
-                        return error_set(ret_error, -EINVAL, "prices: unknown key '%s'.", key);
-        }
-        r = parse_price(fallback, "default", &p->fallback, ret_error);
-        if (r >= 0)
-                r = parse_models(models, p, ret_error);
-        if (r >= 0)
-                r = get_count(o, "input_bytes_per_token", 1, 16, &p->input_bytes_per_token, ret_error);
-        if (r >= 0)
-                r = get_count(o, "input_overhead_tokens", 0, 1000000, &p->input_overhead_tokens, ret_error);
-        if (r >= 0)
-                r = get_count(o, "default_max_output_tokens", 1, BROKER_MAX_OUTPUT_TOKENS,
-                              &p->default_max_output_tokens, ret_error);
-        return r;
-}
+static const JsonField table_fields[] = {
+        { .name = "unit", .type = JSON_ANY },          /* for people reading the file */
+        { "models",                    JSON_ANY, .callback = parse_models, .flags = JSON_MANDATORY },
+        { "default",                   JSON_ANY, .callback = parse_default, .flags = JSON_MANDATORY },
+        { "input_bytes_per_token",     JSON_U64, .offset = offsetof(BrokerPrices, input_bytes_per_token),
+          .min = 1, .max = 16 },
+        { "input_overhead_tokens",     JSON_U64, .offset = offsetof(BrokerPrices, input_overhead_tokens),
+          .max = 1000000 },
+        { "default_max_output_tokens", JSON_U64, .offset = offsetof(BrokerPrices, default_max_output_tokens),
+          .min = 1, .max = BROKER_MAX_OUTPUT_TOKENS },
+        {}
+};
 
 int broker_prices_parse(const char *text, size_t len, BrokerPrices *ret, char **ret_error) {
         _cleanup_json_ json_object *o = NULL;
@@ -112,7 +91,7 @@ int broker_prices_parse(const char *text, size_t len, BrokerPrices *ret, char **
 
         r = json_parse_strict(text, len, JSON_STRICT_MAX_BYTES, 4, &o, ret_error);
         if (r >= 0)
-                r = parse_table(o, &p, ret_error);
+                r = json_dispatch(o, "prices", table_fields, &p, ret_error);
         if (r < 0) {
                 broker_prices_done(&p);
                 return r;
@@ -166,14 +145,16 @@ static int output_cap(json_object *o, uint64_t *ret_max, uint64_t *ret_n, const 
         *ret_max = 0;
         *ret_n = 1;
         for (size_t k = 0; k < ELEMENTSOF(keys); k++) {
-                if (!json_object_object_get_ex(o, keys[k], &v) || !v)
+                v = json_get(o, keys[k]);
+                if (!v)
                         continue;
                 i = json_object_get_int64(v);
                 if (!json_object_is_type(v, json_type_int) || i < 1 || (uint64_t) i > BROKER_MAX_OUTPUT_TOKENS)
                         return *ret_reason = "max_tokens must be an integer 1..10000000", -EINVAL;
                 *ret_max = MAX(*ret_max, (uint64_t) i);
         }
-        if (json_object_object_get_ex(o, "n", &v) && v) {
+        v = json_get(o, "n");
+        if (v) {
                 i = json_object_get_int64(v);
                 if (!json_object_is_type(v, json_type_int) || i < 1 || i > 128)
                         return *ret_reason = "n must be an integer 1..128", -EINVAL;
@@ -196,7 +177,8 @@ int broker_estimate(const BrokerPrices *p, const char *body, size_t len, BrokerE
         }
         if (json_parse_strict(body, len, SIZE_MAX, 64, &o, NULL) < 0 || !json_object_is_type(o, json_type_object))
                 return *ret_reason = "the request body must be one JSON object (strict: no duplicate keys)", -EINVAL;
-        if (json_object_object_get_ex(o, "model", &model) && model) {
+        model = json_get(o, "model");
+        if (model) {
                 if (!json_object_is_type(model, json_type_string) ||
                     (size_t) json_object_get_string_len(model) >= sizeof e.model)
                         return *ret_reason = "model must be a string of at most 127 bytes", -EINVAL;

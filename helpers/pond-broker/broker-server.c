@@ -13,6 +13,7 @@
 #include "broker-internal.h"
 #include "fileio.h"
 #include "log.h"
+#include "signal-util.h"
 
 int broker_stats_format(const char *job_id, uint64_t max_cost_cents, const BrokerStats *s, char **ret) {
         _cleanup_json_ json_object *o = json_object_new_object();
@@ -159,16 +160,13 @@ int broker_server_run(const BrokerOptions *o) {
         BrokerServer s = { .options = o, .ceiling_fd = -EBADF };
         struct MHD_Daemon *d = NULL;
         sd_event *e = NULL;
-        sigset_t mask;
         int r;
 
         /* Blocked before libmicrohttpd starts its threads, which inherit the mask: only the event loop's
          * signalfd may take SIGTERM, never a default action in a connection thread. */
-        sigemptyset(&mask);
-        sigaddset(&mask, SIGTERM);
-        sigaddset(&mask, SIGINT);
-        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
-                return -errno;
+        r = sigprocmask_many(SIG_BLOCK, NULL, SIGTERM, SIGINT, -1);
+        if (r < 0)
+                return r;
         signal(SIGPIPE, SIG_IGN);
         if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
                 return -EIO;

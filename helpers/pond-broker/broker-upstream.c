@@ -10,7 +10,6 @@
 
 #define BUF_HIGH (256 * 1024)   /* pause the transfer above this many unread bytes */
 #define HEADERS_MAX 48
-#define MIN(a, b) ((a) < (b) ? (a) : (b))
 
 struct BrokerUpstream {
         BrokerServer *server;

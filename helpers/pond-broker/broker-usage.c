@@ -7,8 +7,6 @@
 #include "macro.h"
 
 #define JSON_DEPTH 32
-#define MIN(a, b) ((a) < (b) ? (a) : (b))
-#define MAX(a, b) ((a) > (b) ? (a) : (b))
 
 void broker_usage_parser_init(BrokerUsageParser *p, bool sse) {
         *p = (BrokerUsageParser) { .sse = sse };

@@ -6,6 +6,7 @@
 #include "egress-allow.h"
 #include "fileio.h"
 #include "json-strict.h"
+#include "strv.h"
 
 int egress_name_normalize(const char *s, size_t len, char **ret) {
         size_t label = 0;
@@ -45,15 +46,6 @@ int egress_name_normalize(const char *s, size_t len, char **ret) {
         return 0;
 }
 
-static int strv_push(char ***l, size_t *n, char *s) {
-        char **m = reallocarray(*l, *n + 1, sizeof *m);
-        if (!m)
-                return -ENOMEM;
-        m[(*n)++] = s;
-        *l = m;
-        return 0;
-}
-
 int egress_allow_add(EgressAllow *a, const char *pattern) {
         bool wildcard = strncmp(pattern, "*.", 2) == 0;
         _cleanup_free_ char *n = NULL;
@@ -69,11 +61,7 @@ int egress_allow_add(EgressAllow *a, const char *pattern) {
         /* A wildcard over a single label ("*.com") would allow a whole top-level domain. */
         if (wildcard && !strchr(n, '.'))
                 return -EINVAL;
-        r = wildcard ? strv_push(&a->suffix, &a->n_suffix, n) : strv_push(&a->exact, &a->n_exact, n);
-        if (r < 0)
-                return r;
-        TAKE_PTR(n);
-        return 0;
+        return strv_push(wildcard ? &a->suffix : &a->exact, TAKE_PTR(n));
 }
 
 static int fail(char **ret_error, int r, const char *path, const char *what) {
@@ -125,28 +113,24 @@ int egress_allow_load_file(EgressAllow *a, const char *path, char **ret_error) {
 bool egress_allow_match(const EgressAllow *a, const char *name) {
         size_t len = strlen(name);
 
-        for (size_t i = 0; i < a->n_exact; i++)
-                if (streq(a->exact[i], name))
+        for (char **e = a->exact; e && *e; e++)
+                if (streq(*e, name))
                         return true;
-        for (size_t i = 0; i < a->n_suffix; i++) {
-                size_t sl = strlen(a->suffix[i]);
+        for (char **s = a->suffix; s && *s; s++) {
+                size_t sl = strlen(*s);
                 /* Strict subdomain: at least one label and a dot before the suffix. */
-                if (len > sl + 1 && name[len - sl - 1] == '.' && streq(name + len - sl, a->suffix[i]))
+                if (len > sl + 1 && name[len - sl - 1] == '.' && streq(name + len - sl, *s))
                         return true;
         }
         return false;
 }
 
 size_t egress_allow_size(const EgressAllow *a) {
-        return a->n_exact + a->n_suffix;
+        return strv_length(a->exact) + strv_length(a->suffix);
 }
 
 void egress_allow_done(EgressAllow *a) {
-        for (size_t i = 0; i < a->n_exact; i++)
-                free(a->exact[i]);
-        for (size_t i = 0; i < a->n_suffix; i++)
-                free(a->suffix[i]);
-        free(a->exact);
-        free(a->suffix);
+        strv_free(a->exact);
+        strv_free(a->suffix);
         *a = (EgressAllow) {};
 }

@@ -7,10 +7,8 @@
 #define EGRESS_ALLOW_MAX 4096
 
 typedef struct EgressAllow {
-        char **exact;   /* normalized names */
-        size_t n_exact;
-        char **suffix;  /* normalized, without the "*." */
-        size_t n_suffix;
+        char **exact;   /* strv: normalized names */
+        char **suffix;  /* strv: normalized, without the "*." */
 } EgressAllow;
 
 /* Lowercases s[0..len) and drops one trailing dot; refuses (-EINVAL) anything but LDH names: only

@@ -1,16 +1,10 @@
 /* egress-audit.h: pond-egress's decisions as journal records (POND_JOB_ID, POND_EVENT=egress-*,
- * POND_EGRESS_* fields). */
+ * POND_EGRESS_* fields; MESSAGE_IDs in messages.h). */
 #pragma once
 
 #include <stdint.h>
 
 #include "macro.h"
-
-/* Fresh MESSAGE_IDs of the egress records (one .catalog entry each belongs in units/pond.catalog). */
-#define POND_MESSAGE_EGRESS_ALLOWED "b356fffc10e548db80ac209a35d9695b"
-#define POND_MESSAGE_EGRESS_DENIED  "1a87fd72eafe42d28a703b09a1cb4ac1"
-#define POND_MESSAGE_EGRESS_CLOSED  "ecf91c0648144c898d3be20e6e2c1ff9"
-#define POND_MESSAGE_EGRESS_STATS   "61b6f9f7743149f3a5eeabe1d87c18d3"
 
 typedef enum EgressDecision {
         EGRESS_DECISION_ALLOWED,  /* tunnel open: CONNECT, allowlist, addresses and SNI all passed */
@@ -20,8 +14,6 @@ typedef enum EgressDecision {
         _EGRESS_DECISION_MAX,
         _EGRESS_DECISION_INVALID = -EINVAL,
 } EgressDecision;
-
-const char *egress_decision_to_string(EgressDecision d);
 
 typedef struct EgressAuditRecord {
         const char *job_id;

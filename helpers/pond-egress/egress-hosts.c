@@ -90,22 +90,13 @@ int egress_hosts_lookup(const EgressHosts *h, const char *name, uint16_t port, E
         size_t n = 0;
 
         for (size_t i = 0; i < h->n; i++) {
-                EgressSockaddr *m;
+                int r;
 
                 if (!streq(h->entries[i].name, name))
                         continue;
-                if (n >= EGRESS_RESOLVE_MAX_ADDRS)
-                        return -E2BIG;
-                m = reallocarray(l, n + 1, sizeof *m);
-                if (!m)
-                        return -ENOMEM;
-                l = m;
-                l[n] = h->entries[i].addr;
-                if (l[n].sa.ss_family == AF_INET)
-                        ((struct sockaddr_in *) &l[n].sa)->sin_port = htons(port);
-                else
-                        ((struct sockaddr_in6 *) &l[n].sa)->sin6_port = htons(port);
-                n++;
+                r = egress_sockaddr_append(&l, &n, &h->entries[i].addr, port);
+                if (r < 0)
+                        return r;
         }
         if (n == 0)
                 return -ENOENT;

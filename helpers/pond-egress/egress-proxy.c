@@ -11,6 +11,7 @@
 #include "egress-proxy-internal.h"
 #include "fileio.h"
 #include "log.h"
+#include "signal-util.h"
 #include "socket-util.h"
 
 void egress_config_init(EgressConfig *c) {
@@ -134,14 +135,11 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
 
 static int run_loop(EgressProxy *p) {
         const EgressConfig *c = p->config;
-        sigset_t mask;
         int r;
 
-        sigemptyset(&mask);
-        sigaddset(&mask, SIGTERM);
-        sigaddset(&mask, SIGINT);
-        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
-                return -errno;
+        r = sigprocmask_many(SIG_BLOCK, NULL, SIGTERM, SIGINT, -1);
+        if (r < 0)
+                return r;
         signal(SIGPIPE, SIG_IGN);
         r = sd_event_add_signal(p->event, NULL, SIGTERM, on_signal, NULL);
         if (r >= 0)

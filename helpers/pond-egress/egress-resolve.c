@@ -203,29 +203,39 @@ static int ares_status_to_errno(int status) {
         }
 }
 
+int egress_sockaddr_append(EgressSockaddr **l, size_t *n, const EgressSockaddr *a, uint16_t port) {
+        EgressSockaddr *m;
+
+        if (*n >= EGRESS_RESOLVE_MAX_ADDRS)
+                return -E2BIG;
+        m = reallocarray(*l, *n + 1, sizeof *m);
+        if (!m)
+                return -ENOMEM;
+        *l = m;
+        m[*n] = *a;
+        if (a->sa.ss_family == AF_INET)
+                ((struct sockaddr_in *) &m[*n].sa)->sin_port = htons(port);
+        else
+                ((struct sockaddr_in6 *) &m[*n].sa)->sin6_port = htons(port);
+        (*n)++;
+        return 0;
+}
+
 static int copy_nodes(const struct ares_addrinfo *res, uint16_t port, EgressSockaddr **ret, size_t *ret_n) {
         _cleanup_free_ EgressSockaddr *l = NULL;
         size_t n = 0;
 
         for (const struct ares_addrinfo_node *i = res ? res->nodes : NULL; i; i = i->ai_next) {
-                EgressSockaddr *a;
+                EgressSockaddr a = { .len = (socklen_t) i->ai_addrlen };
+                int r;
 
                 if (!((i->ai_family == AF_INET && i->ai_addrlen == sizeof(struct sockaddr_in)) ||
                       (i->ai_family == AF_INET6 && i->ai_addrlen == sizeof(struct sockaddr_in6))))
                         return -EIO;
-                if (n >= EGRESS_RESOLVE_MAX_ADDRS)
-                        return -E2BIG;
-                a = reallocarray(l, n + 1, sizeof *a);
-                if (!a)
-                        return -ENOMEM;
-                l = a;
-                l[n] = (EgressSockaddr) { .len = (socklen_t) i->ai_addrlen };
-                memcpy(&l[n].sa, i->ai_addr, i->ai_addrlen);
-                if (i->ai_family == AF_INET)
-                        ((struct sockaddr_in *) &l[n].sa)->sin_port = htons(port);
-                else
-                        ((struct sockaddr_in6 *) &l[n].sa)->sin6_port = htons(port);
-                n++;
+                memcpy(&a.sa, i->ai_addr, i->ai_addrlen);
+                r = egress_sockaddr_append(&l, &n, &a, port);
+                if (r < 0)
+                        return r;
         }
         if (n == 0)
                 return -ENOENT;

@@ -15,6 +15,10 @@ typedef struct EgressSockaddr {
         socklen_t len;
 } EgressSockaddr;
 
+/* Appends a copy of a (AF_INET or AF_INET6) with its port set to port to the array *l of *n entries; -E2BIG
+ * past EGRESS_RESOLVE_MAX_ADDRS. Both resolvers (hosts file, DNS) build their answers with it. */
+int egress_sockaddr_append(EgressSockaddr **l, size_t *n, const EgressSockaddr *a, uint16_t port);
+
 typedef struct EgressResolver EgressResolver;
 typedef struct EgressQuery EgressQuery;
 

@@ -11,25 +11,7 @@
 #define SD_UNIT "org.freedesktop.systemd1.Unit"
 #define SD_SERVICE "org.freedesktop.systemd1.Service"
 
-static void bus_error_freep(sd_bus_error *e) {
-        sd_bus_error_free(e);
-}
-#define _cleanup_bus_error_ _cleanup_(bus_error_freep)
-
-static void bus_message_unrefp(sd_bus_message **m) {
-        sd_bus_message_unref(*m);
-}
-
-int ctl_job_unit_name(const char *job_id, char **ret) {
-        char *s;
-
-        if (!job_id_is_valid(job_id))
-                return -EINVAL;
-        if (asprintf(&s, "pond-job@%s.service", job_id) < 0)
-                return -ENOMEM;
-        *ret = s;
-        return 0;
-}
+#define _cleanup_bus_error_ _cleanup_(sd_bus_error_free)
 
 int ctl_bus_open(sd_bus **ret) {
         sd_bus *bus = NULL;
@@ -43,7 +25,7 @@ int ctl_bus_open(sd_bus **ret) {
 
 int ctl_unit_call(sd_bus *bus, const char *method, const char *unit, char **ret_error) {
         _cleanup_bus_error_ sd_bus_error error = SD_BUS_ERROR_NULL;
-        _cleanup_(bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         int r;
 
         r = sd_bus_call_method(bus, SD_DESTINATION, SD_PATH, SD_MANAGER, method, &error, &reply, "ss", unit,
@@ -79,7 +61,7 @@ static int get_string(sd_bus *bus, const char *path, const char *iface, const ch
 
 static int get_job_pending(sd_bus *bus, const char *path, bool *ret) {
         _cleanup_bus_error_ sd_bus_error error = SD_BUS_ERROR_NULL;
-        _cleanup_(bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         const char *job_path;
         uint32_t id = 0;
         int r;

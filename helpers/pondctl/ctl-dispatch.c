@@ -3,7 +3,6 @@
  * routing decision, or a refusal, as JSON on stdout. The policy is the worker's own policy/ files. */
 #include <getopt.h>
 
-#include "config.h"
 #include "ctl.h"
 #include "ctl-dispatch.h"
 #include "dispatch.h"
@@ -99,7 +98,7 @@ static int parse_args(int argc, char *argv[], DispatchArgs *a) {
         if (a->worker_tags && !a->worker)
                 return log_error_errno(EINVAL, "--worker-tags needs --worker PROBE.json.");
         a->input = optind < argc && !streq(argv[optind], "-") ? argv[optind] : NULL;
-        a->policy_dir = a->policy_dir ?: getenv("POND_POLICYDIR") ?: POND_POLICYDIR;
+        a->policy_dir = a->policy_dir ?: pond_dir(POND_DIR_POLICY);
         return 0;
 }
 

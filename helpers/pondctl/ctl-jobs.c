@@ -15,10 +15,7 @@
 
 #define CTL_LOGS_TICK_USEC (10ULL * 1000)
 
-static void bus_unrefp(sd_bus **b) {
-        sd_bus_flush_close_unref(*b);
-}
-#define _cleanup_bus_ _cleanup_(bus_unrefp)
+#define _cleanup_bus_ _cleanup_(sd_bus_flush_close_unrefp)
 
 int ctl_job_id_arg(int argc, char *argv[], int first, const char **ret) {
         if (first != argc - 1)
@@ -100,7 +97,7 @@ int ctl_verb_status(int argc, char *argv[]) {
 
         if (ctl_job_id_arg(argc, argv, 1, &id) < 0)
                 return CTL_EXIT_ERROR;
-        if (job_paths_init(&paths, id) < 0 || ctl_job_unit_name(id, &unit) < 0)
+        if (job_paths_init(&paths, id) < 0 || unit_name(UNIT_JOB_SERVICE, id, &unit) < 0)
                 return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
         printf("job:    %s\nunit:   %s\n", id, unit);
         r = ctl_bus_open(&bus);
@@ -166,7 +163,7 @@ int ctl_verb_logs(int argc, char *argv[]) {
         }
         if (ctl_job_id_arg(argc, argv, optind, &id) < 0)
                 return CTL_EXIT_ERROR;
-        if (job_paths_init(&paths, id) < 0 || ctl_job_unit_name(id, &unit) < 0 ||
+        if (job_paths_init(&paths, id) < 0 || unit_name(UNIT_JOB_SERVICE, id, &unit) < 0 ||
             ctl_job_log_dir(&paths, id, &dir) < 0 ||
             ctl_log_follower_init(&f, dir, STDOUT_FILENO, STDERR_FILENO) < 0)
                 return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
@@ -231,7 +228,7 @@ int ctl_verb_cancel(int argc, char *argv[]) {
 
         if (ctl_job_id_arg(argc, argv, 1, &id) < 0)
                 return CTL_EXIT_ERROR;
-        if (job_paths_init(&paths, id) < 0 || ctl_job_unit_name(id, &unit) < 0)
+        if (job_paths_init(&paths, id) < 0 || unit_name(UNIT_JOB_SERVICE, id, &unit) < 0)
                 return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
         if (!job_known(&paths, id))
                 return ctl_fail(CTL_EXIT_ERROR, "No job %s in %s.", id, paths.spool);
@@ -265,7 +262,7 @@ static void list_one(sd_bus *bus, const char *id) {
         const char *state = "unknown", *prof = NULL;
         char rc[32] = "-";
 
-        if (job_paths_init(&paths, id) < 0 || ctl_job_unit_name(id, &unit) < 0)
+        if (job_paths_init(&paths, id) < 0 || unit_name(UNIT_JOB_SERVICE, id, &unit) < 0)
                 return;
         if (ctl_result_peek(&paths, id, &result) >= 0) {
                 json_object *ex = json_object_object_get(result, "exit");

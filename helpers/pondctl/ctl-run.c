@@ -186,15 +186,11 @@ static int make_spec(const CtlRunArgs *a, char **ret_buf, size_t *ret_len, char 
         return 0;
 }
 
-static void bus_unrefp(sd_bus **b) {
-        sd_bus_flush_close_unref(*b);
-}
-
 int ctl_verb_run(int argc, char *argv[]) {
         _cleanup_(ctl_run_args_done) CtlRunArgs a = {};
         _cleanup_(job_paths_done) JobPaths paths = {};
         _cleanup_(ctl_log_follower_done) CtlLogFollower log = CTL_LOG_FOLLOWER_NULL;
-        _cleanup_(bus_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_free_ char *spec = NULL, *id = NULL, *log_dir = NULL;
         uint8_t pk[KEY_SIGN_PUBLIC_SIZE];
         size_t len;

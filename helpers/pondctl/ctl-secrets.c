@@ -7,17 +7,11 @@
 #include <sys/stat.h>
 
 #include "bundle.h"
-#include "config.h"
 #include "ctl-secrets.h"
 #include "ctl.h"
 #include "fileio.h"
 #include "jobid.h"
 #include "seal.h"
-
-static void sodium_freep(uint8_t **p) {
-        if (*p)
-                sodium_free(*p);
-}
 
 /* --to: a public key file (seal.pub) or, when no such file exists, the key itself in base64. */
 static int load_worker_pub(const char *arg, uint8_t ret_pk[KEY_SEAL_PUBLIC_SIZE]) {
@@ -38,7 +32,7 @@ static int load_worker_pub(const char *arg, uint8_t ret_pk[KEY_SEAL_PUBLIC_SIZE]
 
 /* The whole of fd, at most SEAL_SECRET_MAX bytes, one trailing newline ("\n" or "\r\n") removed. */
 static int read_secret(int fd, uint8_t **ret, size_t *ret_len) {
-        _cleanup_(sodium_freep) uint8_t *buf = NULL;
+        _cleanup_sodium_ uint8_t *buf = NULL;
         size_t len = 0;
 
         if (sodium_init() < 0)
@@ -87,7 +81,7 @@ int ctl_verb_seal(int argc, char *argv[]) {
                 { "in", required_argument, NULL, 'i' },
                 {}
         };
-        _cleanup_(sodium_freep) uint8_t *secret = NULL;
+        _cleanup_sodium_ uint8_t *secret = NULL;
         _cleanup_free_ char *b64 = NULL;
         const char *to = NULL, *job_id = NULL, *in = NULL;
         uint8_t pk[KEY_SEAL_PUBLIC_SIZE];
@@ -175,7 +169,7 @@ static int bundle_extract_verb(int argc, char *argv[]) {
         _cleanup_secret_ uint8_t *sk = NULL;
         _cleanup_close_ int fd = -EBADF, dest = -EBADF;
         _cleanup_free_ char *err = NULL;
-        const char *key_dir = POND_KEYDIR, *job_id = NULL;
+        const char *key_dir = pond_dir(POND_DIR_KEY), *job_id = NULL;
         uint8_t pk[KEY_SEAL_PUBLIC_SIZE];
         char sha[SHA256_HEX_SIZE];
         int c, r;

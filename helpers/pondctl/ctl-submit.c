@@ -79,7 +79,7 @@ int ctl_submit(sd_bus **bus, const JobPaths *paths, const char *job_id, const ch
         _cleanup_free_ char *unit = NULL, *err = NULL;
         int r;
 
-        if (ctl_job_unit_name(job_id, &unit) < 0) {
+        if (unit_name(UNIT_JOB_SERVICE, job_id, &unit) < 0) {
                 log_error("Invalid job id '%s'.", job_id);
                 return CTL_EXIT_REFUSED;
         }

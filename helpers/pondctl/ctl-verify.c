@@ -5,7 +5,6 @@
 #include <getopt.h>
 #include <string.h>
 
-#include "config.h"
 #include "ctl.h"
 #include "fileio.h"
 #include "hash.h"
@@ -152,7 +151,7 @@ static int print_public_key(const char *dir, const char *name, const char *what,
 
 int ctl_verb_keygen(int argc, char *argv[]) {
         static const struct option options[] = { { "dir", required_argument, NULL, 'd' }, {} };
-        const char *dir = POND_KEYDIR;
+        const char *dir = pond_dir(POND_DIR_KEY);
         int c, r;
 
         optind = 0;

@@ -5,8 +5,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "config.h"
 #include "ctl.h"
+#include "json-util.h"
 #include "log.h"
 #include "result.h"
 
@@ -21,21 +21,6 @@ static void on_cancel_signal(int sig) {
         cancel_requests++;
 }
 
-static json_object *get(json_object *o, const char *key) {
-        json_object *v = NULL;
-        return o && json_object_object_get_ex(o, key, &v) ? v : NULL;
-}
-
-static const char *get_str(json_object *o, const char *key) {
-        json_object *v = get(o, key);
-        return json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-}
-
-static bool get_bool(json_object *o, const char *key) {
-        json_object *v = get(o, key);
-        return json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v);
-}
-
 static int signal_from_name(const char *name) {
         if (!name || strncmp(name, "SIG", 3) != 0)
                 return -EINVAL;
@@ -47,9 +32,9 @@ static int signal_from_name(const char *name) {
         return -EINVAL;
 }
 
-int ctl_exit_status_from_result(json_object *result, const char **ret_why) {
-        const char *status = get_str(result, "status"), *why = get_str(result, "reason");
-        json_object *ex = get(result, "exit"), *rc = get(ex, "rc");
+int ctl_exit_status_from_result(json_object *result, const char **ret_reason) {
+        const char *status = json_get_str(result, "status"), *why = json_get_str(result, "reason");
+        json_object *ex = json_get(result, "exit"), *rc = json_get(ex, "rc");
         int ret, sig;
 
         if (!status) {
@@ -64,11 +49,11 @@ int ctl_exit_status_from_result(json_object *result, const char **ret_why) {
         else if (!streq(status, "completed")) {
                 why = "the result has an unknown status";
                 ret = CTL_EXIT_FAILED;
-        } else if (get_bool(ex, "timed_out")) {
+        } else if (json_get_true(ex, "timed_out")) {
                 why = "the job ran out of wall-clock time";
                 ret = CTL_EXIT_TIMEOUT;
-        } else if (get_str(ex, "signal")) {
-                sig = signal_from_name(get_str(ex, "signal"));
+        } else if (json_get_str(ex, "signal")) {
+                sig = signal_from_name(json_get_str(ex, "signal"));
                 why = sig > 0 ? NULL : "the job was killed by an unknown signal";
                 ret = sig > 0 ? CTL_EXIT_SIGNAL_BASE + sig : CTL_EXIT_FAILED;
         } else if (json_object_is_type(rc, json_type_int)) {
@@ -78,14 +63,14 @@ int ctl_exit_status_from_result(json_object *result, const char **ret_why) {
                 why = "the result has neither an exit code nor a signal";
                 ret = CTL_EXIT_FAILED;
         }
-        if (ret_why)
-                *ret_why = why;
+        if (ret_reason)
+                *ret_reason = why;
         return ret;
 }
 
 static void format_exit(json_object *ex, char *buf, size_t size) {
-        json_object *rc = get(ex, "rc");
-        const char *sig = get_str(ex, "signal");
+        json_object *rc = json_get(ex, "rc");
+        const char *sig = json_get_str(ex, "signal");
 
         if (sig)
                 snprintf(buf, size, "signal %s", sig);
@@ -96,21 +81,22 @@ static void format_exit(json_object *ex, char *buf, size_t size) {
 }
 
 void ctl_print_summary(FILE *f, json_object *result, const char *dir) {
-        json_object *ex = get(result, "exit"), *wall = get(get(result, "times"), "wall_ms");
-        json_object *arts = get(result, "artifacts");
-        const char *reason = get_str(result, "reason");
+        json_object *ex = json_get(result, "exit"), *wall = json_get(json_get(result, "times"), "wall_ms");
+        json_object *arts = json_get(result, "artifacts");
+        const char *reason = json_get_str(result, "reason");
         char exit_buf[64], wall_buf[32] = "-";
 
         format_exit(ex, exit_buf, sizeof exit_buf);
         if (json_object_is_type(wall, json_type_int))
                 snprintf(wall_buf, sizeof wall_buf, "%.3f s", (double) json_object_get_int64(wall) / 1000.0);
         fprintf(f, "pond: job %s %s: %s, timed_out %s, oom %s, wall %s\n",
-                get_str(result, "job_id") ?: "?", get_str(result, "status") ?: "(no status)", exit_buf,
-                get_bool(ex, "timed_out") ? "yes" : "no", get_bool(ex, "oom_killed") ? "yes" : "no",
-                wall_buf);
+                json_get_str(result, "job_id") ?: "?", json_get_str(result, "status") ?: "(no status)",
+                exit_buf, json_get_true(ex, "timed_out") ? "yes" : "no",
+                json_get_true(ex, "oom_killed") ? "yes" : "no", wall_buf);
         if (reason)
                 fprintf(f, "pond: reason: %s\n", reason);
-        fprintf(f, "pond: output_sha %s, %zu artifact(s), result %s\n", get_str(result, "output_sha") ?: "-",
+        fprintf(f, "pond: output_sha %s, %zu artifact(s), result %s\n",
+                json_get_str(result, "output_sha") ?: "-",
                 json_object_is_type(arts, json_type_array) ? json_object_array_length(arts) : 0, dir);
 }
 
@@ -120,11 +106,11 @@ int ctl_load_public_key(const char *pubkey_file, uint8_t ret_pk[KEY_SIGN_PUBLIC_
         if (pubkey_file)
                 r = key_load_public(pubkey_file, KEY_SIGN_PUBLIC_SIZE, ret_pk);
         else
-                r = keys_load_sign_public(POND_KEYDIR, ret_pk);
+                r = keys_load_sign_public(pond_dir(POND_DIR_KEY), ret_pk);
         if (r < 0)
                 return log_error_errno(r, "Cannot load the worker's public key %s%s%s: %m",
-                                       pubkey_file ?: POND_KEYDIR, pubkey_file ? "" : "/", pubkey_file ? "" :
-                                       KEY_SIGN_PUBLIC_FILE);
+                                       pubkey_file ?: pond_dir(POND_DIR_KEY), pubkey_file ? "" : "/",
+                                       pubkey_file ? "" : KEY_SIGN_PUBLIC_FILE);
         return 0;
 }
 
@@ -148,7 +134,7 @@ static int finish(const CtlWait *w, const char *dir) {
         if (!w->quiet)
                 ctl_print_summary(stderr, result, dir);
         else if (why && (ret == CTL_EXIT_REFUSED || ret == CTL_EXIT_FAILED))
-                log_error("Job %s %s: %s", w->job_id, get_str(result, "status") ?: "failed", why);
+                log_error("Job %s %s: %s", w->job_id, json_get_str(result, "status") ?: "failed", why);
         return ret;
 }
 
@@ -160,10 +146,6 @@ static void drain_log(const CtlWait *w) {
         r = ctl_log_follower_drain(w->log);
         if (r < 0 && r != -EAGAIN)
                 log_debug_errno(r, "Cannot follow the log of %s: %m", w->job_id);
-}
-
-static void bus_slot_unrefp(sd_bus_slot **s) {
-        sd_bus_slot_unref(*s);
 }
 
 /* The first signal cancels the job and keeps waiting for its (signed, "cancelled") result; the second gives
@@ -259,12 +241,12 @@ static int wait_loop(const CtlWait *w, const char *unit, const char *result_json
 
 int ctl_wait(CtlWait *w) {
         _cleanup_free_ char *unit = NULL, *dir = NULL, *result_json = NULL;
-        _cleanup_(bus_slot_unrefp) sd_bus_slot *slot = NULL;
+        _cleanup_(sd_bus_slot_unrefp) sd_bus_slot *slot = NULL;
         struct sigaction sa = { .sa_handler = on_cancel_signal }, old_int, old_term;
         bool changed = true;
         int r;
 
-        if (ctl_job_unit_name(w->job_id, &unit) < 0 || ctl_result_dir(w->paths, w->job_id, &dir) < 0 ||
+        if (unit_name(UNIT_JOB_SERVICE, w->job_id, &unit) < 0 || ctl_result_dir(w->paths, w->job_id, &dir) < 0 ||
             asprintf(&result_json, "%s/%s", dir, RESULT_JSON_FILE) < 0)
                 return log_oom();
         if (w->bus) {

@@ -9,12 +9,14 @@
 #include <stdint.h>
 #include <systemd/sd-bus.h>
 
+#include "dirs.h"
 #include "keys.h"
 #include "log.h"
 #include "output.h"
 #include "paths.h"
 #include "policy.h"
 #include "spec.h"
+#include "unit-name.h"
 
 /* Exit statuses of `pondctl run` and `pondctl wait` other than the job's own rc (as timeout(1), env(1)). */
 enum {
@@ -83,7 +85,6 @@ typedef struct CtlUnitState {
         char *status_text;
 } CtlUnitState;
 
-int ctl_job_unit_name(const char *job_id, char **ret);
 int ctl_bus_open(sd_bus **ret);
 /* StartUnit/StopUnit (method) with mode "replace"; *ret_error says why in words on failure. */
 int ctl_unit_call(sd_bus *bus, const char *method, const char *unit, char **ret_error);
@@ -124,8 +125,8 @@ void ctl_log_follower_done(CtlLogFollower *f);
 int ctl_job_log_dir(const JobPaths *p, const char *job_id, char **ret);
 
 /* ctl-wait.c */
-/* The exit status a result stands for (see the enum); *ret_why names the reason for a non-rc status. */
-int ctl_exit_status_from_result(json_object *result, const char **ret_why);
+/* The exit status a result stands for (see the enum); *ret_reason names the reason for a non-rc status. */
+int ctl_exit_status_from_result(json_object *result, const char **ret_reason);
 void ctl_print_summary(FILE *f, json_object *result, const char *dir);
 int ctl_load_public_key(const char *pubkey_file, uint8_t ret_pk[KEY_SIGN_PUBLIC_SIZE]);
 int ctl_result_dir(const JobPaths *p, const char *job_id, char **ret);

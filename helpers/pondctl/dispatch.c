@@ -6,12 +6,8 @@
 
 #include "dispatch.h"
 #include "errmsg.h"
+#include "json-util.h"
 #include "spec.h"
-
-static json_object *get(json_object *o, const char *key) {
-        json_object *v = NULL;
-        return json_object_object_get_ex(o, key, &v) ? v : NULL;
-}
 
 static bool strv_contains(char *const *l, const char *s) {
         for (; l && *l; l++)
@@ -100,7 +96,7 @@ static int tags_for(const ResolvedPolicy *r, const SandboxBlock *b, const char *
 static int capabilities_for(const Policy *p, const ResolvedPolicy *r, char ***ret, char **ret_backend) {
         _cleanup_strv_free_ char **caps = NULL;
         _cleanup_free_ char *backend = NULL;
-        json_object *req = get(get(get(p->profiles, "profiles"), r->profile), "requires");
+        json_object *req = json_get(json_get(json_get(p->profiles, "profiles"), r->profile), "requires");
 
         if (asprintf(&backend, "sandbox.%s", r->backend) < 0 || strv_add_unique(&caps, backend) < 0)
                 return -ENOMEM;
@@ -234,11 +230,11 @@ static bool capability_met(const char *required, json_object *caps) {
 
 int dispatch_worker_eligible(const DispatchDecision *d, json_object *probe, char *const *worker_tags,
                              char **ret_reason) {
-        json_object *caps = get(probe, "capabilities");
+        json_object *caps = json_get(probe, "capabilities");
 
         if (!json_object_is_type(probe, json_type_object) || !json_object_is_type(caps, json_type_array) ||
-            !json_object_is_type(get(probe, "probe_version"), json_type_int) ||
-            json_object_get_int(get(probe, "probe_version")) != 1)
+            !json_object_is_type(json_get(probe, "probe_version"), json_type_int) ||
+            json_object_get_int(json_get(probe, "probe_version")) != 1)
                 return error_set(ret_reason, -EINVAL, "worker probe: not a pondctl probe --json document "
                                  "(probe_version 1 with a capabilities array)");
         for (size_t i = 0; i < json_object_array_length(caps); i++)

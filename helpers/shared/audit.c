@@ -1,20 +1,57 @@
-/* audit.c: journal records for every decision pond makes about a job. */
+/* audit.c: the one builder of pond's journal records (over journal-record.c), and the supervisor's own
+ * table of events. */
+#include <inttypes.h>
 #include <stdarg.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <sys/uio.h>
+#include <stdint.h>
 #include <syslog.h>
-#include <systemd/sd-journal.h>
 
 #include "audit.h"
 #include "journal-record.h"
 #include "messages.h"
+#include "string-util.h"
 
-static const struct {
-        const char *name;
-        const char *message_id;
-        int priority;
-} event_table[_POND_EVENT_MAX] = {
+#define AUDIT_MESSAGE_MAX 2047
+
+#define RECORD_VALUE(record, f, type) (*(const type *) ((const uint8_t *) (record) + (f)->offset))
+
+static void add_field(JournalRecord *j, const AuditField *f, const void *record) {
+        char buf[64];
+
+        switch (f->type) {
+        case AUDIT_FIELD_STRING:
+                if (RECORD_VALUE(record, f, char *))
+                        journal_record_add(j, "%s=%s", f->name, RECORD_VALUE(record, f, char *));
+                break;
+        case AUDIT_FIELD_U64:
+                if (RECORD_VALUE(record, f, uint64_t) || f->always)
+                        journal_record_add(j, "%s=%" PRIu64, f->name, RECORD_VALUE(record, f, uint64_t));
+                break;
+        case AUDIT_FIELD_UNSIGNED:
+                if (RECORD_VALUE(record, f, unsigned) || f->always)
+                        journal_record_add(j, "%s=%u", f->name, RECORD_VALUE(record, f, unsigned));
+                break;
+        case AUDIT_FIELD_INT:
+                if (RECORD_VALUE(record, f, int) || f->always)
+                        journal_record_add(j, "%s=%d", f->name, RECORD_VALUE(record, f, int));
+                break;
+        case AUDIT_FIELD_FORMAT:
+                if (f->format(record, buf, sizeof buf))
+                        journal_record_add(j, "%s=%s", f->name, buf);
+                break;
+        }
+}
+
+int audit_record(const char *identifier, const AuditEvent *event, const char *job_id, const char *message,
+                 const AuditField *fields, const void *record) {
+        JournalRecord j = {};
+
+        journal_record_head(&j, message, event->message_id, event->priority, identifier, event->name, job_id);
+        for (const AuditField *f = fields; f && f->name; f++)
+                add_field(&j, f, record);
+        return journal_record_send(&j, identifier, job_id, message);
+}
+
+static const AuditEvent pond_events[_POND_EVENT_MAX] = {
         [POND_EVENT_ACCEPTED] = { "accepted", POND_MESSAGE_ACCEPTED, LOG_INFO },
         [POND_EVENT_REFUSED] = { "refused", POND_MESSAGE_REFUSED, LOG_WARNING },
         [POND_EVENT_STARTED] = { "started", POND_MESSAGE_STARTED, LOG_INFO },
@@ -26,31 +63,41 @@ static const struct {
         [POND_EVENT_FAILED] = { "failed", POND_MESSAGE_FAILED, LOG_ERR },
 };
 
-const char *pond_event_to_string(PondEvent e) {
-        return e >= 0 && e < _POND_EVENT_MAX ? event_table[e].name : NULL;
+typedef struct PondRecord {
+        const char *profile;
+        const char *backend;
+        int rc;
+} PondRecord;
+
+static bool format_rc(const void *record, char *buf, size_t size) {
+        const PondRecord *r = record;
+
+        if (r->rc <= AUDIT_NO_RC)
+                return false;
+        snprintf(buf, size, "%d", r->rc);
+        return true;
 }
 
+static const AuditField pond_fields[] = {
+        { "POND_PROFILE", AUDIT_FIELD_STRING, .offset = offsetof(PondRecord, profile) },
+        { "POND_BACKEND", AUDIT_FIELD_STRING, .offset = offsetof(PondRecord, backend) },
+        { "POND_RC",      AUDIT_FIELD_FORMAT, .format = format_rc },
+        {}
+};
+
 int audit_event(const AuditContext *ctx, PondEvent e, int rc, const char *fmt, ...) {
-        JournalRecord f = {};
-        char message[2048];
+        PondRecord r = { ctx->profile, ctx->backend, rc };
+        _cleanup_free_ char *message = NULL;
         va_list ap;
 
         if (e < 0 || e >= _POND_EVENT_MAX)
                 return -EINVAL;
         va_start(ap, fmt);
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wformat-nonliteral"
-        vsnprintf(message, sizeof message, fmt, ap);
-#pragma GCC diagnostic pop
+        message = strdupf_va(fmt, ap);
         va_end(ap);
-
-        journal_record_head(&f, message, event_table[e].message_id, event_table[e].priority, "pond",
-                            event_table[e].name, ctx->job_id);
-        if (ctx->profile)
-                journal_record_add(&f, "POND_PROFILE=%s", ctx->profile);
-        if (ctx->backend)
-                journal_record_add(&f, "POND_BACKEND=%s", ctx->backend);
-        if (rc > AUDIT_NO_RC)
-                journal_record_add(&f, "POND_RC=%d", rc);
-        return journal_record_send(&f, "pond", ctx->job_id, message);
+        if (!message)
+                return -ENOMEM;
+        if (strlen(message) > AUDIT_MESSAGE_MAX)
+                message[AUDIT_MESSAGE_MAX] = 0;
+        return audit_record("pond", &pond_events[e], ctx->job_id, message, pond_fields, &r);
 }

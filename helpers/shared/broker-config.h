@@ -25,7 +25,6 @@ typedef enum BrokerMethod {
         _BROKER_METHOD_INVALID = -EINVAL,
 } BrokerMethod;
 
-const char *broker_method_to_string(BrokerMethod m);
 BrokerMethod broker_method_from_string(const char *s);
 
 /* "POST /v1/messages" matches that path exactly; "GET /v1/models/<star>" matches "/v1/models/" plus one or

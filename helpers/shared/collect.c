@@ -10,7 +10,9 @@
 #include <sys/xattr.h>
 
 #include "collect.h"
+#include "fileio.h"
 #include "macro.h"
+#include "string-util.h"
 
 static const char * const kind_table[_ARTIFACT_KIND_MAX] = {
         [ARTIFACT_FILE] = "file",       [ARTIFACT_LINK] = "link",       [ARTIFACT_DIR] = "dir",
@@ -28,22 +30,8 @@ const char *artifact_kind_to_string(ArtifactKind k) {
         return k >= 0 && k < _ARTIFACT_KIND_MAX ? kind_table[k] : NULL;
 }
 
-ArtifactKind artifact_kind_from_string(const char *s) {
-        for (int i = 0; s && i < _ARTIFACT_KIND_MAX; i++)
-                if (streq(kind_table[i], s))
-                        return (ArtifactKind) i;
-        return _ARTIFACT_KIND_INVALID;
-}
-
 const char *artifact_change_to_string(ArtifactChange c) {
         return c >= 0 && c < _CHANGE_MAX ? change_table[c] : NULL;
-}
-
-ArtifactChange artifact_change_from_string(const char *s) {
-        for (int i = 0; s && i < _CHANGE_MAX; i++)
-                if (streq(change_table[i], s))
-                        return (ArtifactChange) i;
-        return _CHANGE_INVALID;
 }
 
 Manifest *manifest_free(Manifest *m) {
@@ -56,39 +44,6 @@ Manifest *manifest_free(Manifest *m) {
         free(m->artifacts);
         free(m);
         return NULL;
-}
-
-/* Strict UTF-8 (no overlongs, no surrogates, <= U+10FFFF): names that are not cannot be put in JSON that
- * every verifier parses alike, so such entries are skipped (and counted) rather than mangled. */
-static bool utf8_is_valid(const char *s) {
-        const unsigned char *p = (const unsigned char *) s;
-
-        while (*p) {
-                unsigned n, c = *p;
-                uint32_t cp;
-
-                if (c < 0x80) {
-                        p++;
-                        continue;
-                } else if ((c & 0xe0) == 0xc0)
-                        n = 1, cp = c & 0x1f;
-                else if ((c & 0xf0) == 0xe0)
-                        n = 2, cp = c & 0x0f;
-                else if ((c & 0xf8) == 0xf0)
-                        n = 3, cp = c & 0x07;
-                else
-                        return false;
-                for (unsigned i = 1; i <= n; i++) {
-                        if ((p[i] & 0xc0) != 0x80)
-                                return false;
-                        cp = (cp << 6) | (p[i] & 0x3f);
-                }
-                if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
-                    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-                        return false;
-                p += n + 1;
-        }
-        return true;
 }
 
 typedef struct Collect {
@@ -112,20 +67,14 @@ static bool collect_see(Collect *c) {
         return true;
 }
 
-static char *path_join(const char *prefix, const char *name) {
-        char *p;
-
-        if (asprintf(&p, "%s%s%s", prefix ?: "", prefix ? "/" : "", name) < 0)
-                return NULL;
-        return p;
-}
-
 /* Takes ownership of path (and target). Returns 1 if recorded, 0 if skipped, -errno. */
 static int collect_add(Collect *c, char *path, ArtifactKind kind, ArtifactChange change, bool from_upper,
                        char *target) {
         _cleanup_free_ char *p = path, *t = target;
         Manifest *m = c->m;
 
+        /* Names that are not strict UTF-8 cannot be put in JSON that every verifier parses alike, so such
+         * entries are skipped (and counted) rather than mangled. */
         if (m->n_artifacts >= c->limits->max_entries || !utf8_is_valid(p) || (t && !utf8_is_valid(t))) {
                 collect_skip(c, 1);
                 return 0;
@@ -150,18 +99,6 @@ static int collect_add(Collect *c, char *path, ArtifactKind kind, ArtifactChange
         return 1;
 }
 
-static int read_link(int dirfd, const char *name, char **ret) {
-        char buf[PATH_MAX];
-
-        ssize_t n = readlinkat(dirfd, name, buf, sizeof buf);
-        if (n < 0)
-                return negative_errno();
-        if ((size_t) n >= sizeof buf)
-                return -ENAMETOOLONG;
-        *ret = strndup(buf, (size_t) n);
-        return *ret ? 0 : -ENOMEM;
-}
-
 /* Records one non-directory entry of dirfd found by fstatat(): file, link (target read, never followed)
  * or special (never opened). */
 static int collect_leaf(Collect *c, int dirfd, const char *name, const struct stat *st, char *path,
@@ -173,7 +110,7 @@ static int collect_leaf(Collect *c, int dirfd, const char *name, const struct st
                 return collect_add(c, TAKE_PTR(p), ARTIFACT_FILE, change, from_upper, NULL);
         if (!S_ISLNK(st->st_mode))
                 return collect_add(c, TAKE_PTR(p), ARTIFACT_SPECIAL, change, from_upper, NULL);
-        r = read_link(dirfd, name, &target);
+        r = readlinkat_malloc(dirfd, name, &target);
         if (r < 0)
                 return r;
         return collect_add(c, TAKE_PTR(p), ARTIFACT_LINK, change, from_upper, TAKE_PTR(target));
@@ -301,7 +238,7 @@ static int same_as_lower(int upper, int lower, const char *name, const struct st
         if ((st->st_mode & (S_IFMT | 07777)) != (lst->st_mode & (S_IFMT | 07777)) || st->st_size != lst->st_size)
                 return 0;
         if (S_ISLNK(st->st_mode))
-                return read_link(upper, name, &ta) >= 0 && read_link(lower, name, &tb) >= 0 && streq(ta, tb);
+                return readlinkat_malloc(upper, name, &ta) >= 0 && readlinkat_malloc(lower, name, &tb) >= 0 && streq(ta, tb);
         if (!S_ISREG(st->st_mode))
                 return 0;
         if (digest_of(upper, name, (uint64_t) st->st_size, a) < 0 ||
@@ -454,7 +391,7 @@ static int collect_output(Collect *c, int merged, const char *path) {
         if (S_ISREG(st.st_mode))
                 return collect_add(c, p, ARTIFACT_FILE, CHANGE_OUTPUT, false, NULL);
         if (S_ISLNK(st.st_mode)) {
-                r = read_link(fd, "", &target);
+                r = readlinkat_malloc(fd, "", &target);
                 if (r < 0) {
                         free(p);
                         return r;

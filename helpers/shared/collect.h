@@ -36,9 +36,7 @@ typedef enum ArtifactChange {
 } ArtifactChange;
 
 const char *artifact_kind_to_string(ArtifactKind k) _pure_;
-ArtifactKind artifact_kind_from_string(const char *s) _pure_;
 const char *artifact_change_to_string(ArtifactChange c) _pure_;
-ArtifactChange artifact_change_from_string(const char *s) _pure_;
 
 typedef struct Artifact {
         char *path;          /* relative to /workspace, no leading "/" or "./", valid UTF-8 */

@@ -2,19 +2,16 @@
 #include <stdarg.h>
 
 #include "errmsg.h"
+#include "string-util.h"
 
 int error_set(char **ret_error, int error, const char *fmt, ...) {
         va_list ap;
-        char *m = NULL;
+        char *m;
 
         if (!ret_error)
                 return error;
         va_start(ap, fmt);
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wformat-nonliteral"
-        if (vasprintf(&m, fmt, ap) < 0)
-                m = NULL;
-#pragma GCC diagnostic pop
+        m = strdupf_va(fmt, ap);
         va_end(ap);
         free(*ret_error);
         *ret_error = m;

@@ -1,8 +1,10 @@
 /* fileio.c: bounded reads, atomic writes, mkdir -p and a careful rm -rf. */
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/openat2.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include "fileio.h"
 #include "macro.h"
@@ -71,6 +73,55 @@ int write_all(int fd, const void *buf, size_t len) {
                 len -= (size_t) k;
         }
         return 0;
+}
+
+ssize_t loop_read(int fd, void *buf, size_t nbytes) {
+        uint8_t *p = buf;
+        size_t done = 0;
+
+        while (done < nbytes) {
+                ssize_t k = read(fd, p + done, nbytes - done);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                if (k == 0)
+                        break;
+                done += (size_t) k;
+        }
+        return (ssize_t) done;
+}
+
+int readlinkat_malloc(int dirfd, const char *name, char **ret) {
+        char buf[PATH_MAX];
+        ssize_t n;
+
+        n = readlinkat(dirfd, name, buf, sizeof buf);
+        if (n < 0)
+                return negative_errno();
+        if ((size_t) n >= sizeof buf)
+                return -ENAMETOOLONG;
+        *ret = strndup(buf, (size_t) n);
+        return *ret ? 0 : -ENOMEM;
+}
+
+int openat_beneath(int dirfd, const char *path, int flags, mode_t mode) {
+        struct open_how how = {
+                .flags = (uint64_t) (flags | O_CLOEXEC | O_NOFOLLOW),
+                .mode = (flags & (O_CREAT | __O_TMPFILE)) ? mode : 0,
+                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+        };
+
+        /* O_PATH admits only O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC beside it; otherwise never block on a fifo
+         * and never acquire a controlling terminal. */
+        if (!(flags & O_PATH))
+                how.flags |= O_NOCTTY | O_NONBLOCK;
+
+        long fd = syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+        if (fd < 0)
+                return negative_errno();
+        return (int) fd;
 }
 
 int write_file_atomic_at(int dirfd, const char *name, const void *buf, size_t len, mode_t mode) {

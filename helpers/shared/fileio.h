@@ -1,4 +1,6 @@
-/* fileio.h: bounded whole-file reads, atomic writes, directory helpers. */
+/* fileio.h: bounded whole-file reads, full reads and writes, atomic writes, symlink targets, directory
+ * helpers, and the one "open beneath a dirfd, never follow anything" primitive that every walker over hostile
+ * trees uses. */
 #pragma once
 
 #include <stddef.h>
@@ -17,6 +19,17 @@ static inline int read_full_file(const char *path, size_t max, char **ret, size_
 int write_file_atomic_at(int dirfd, const char *name, const void *buf, size_t len, mode_t mode);
 
 int write_all(int fd, const void *buf, size_t len);
+/* Reads until nbytes are read or EOF (retrying EINTR): fewer than nbytes only at EOF. Returns the byte count
+ * or -errno. */
+ssize_t loop_read(int fd, void *buf, size_t nbytes);
+
+/* The target of the symlink name below dirfd (never followed), malloc'd; -ENAMETOOLONG past PATH_MAX. */
+int readlinkat_malloc(int dirfd, const char *name, char **ret);
+
+/* openat2() of path below dirfd with RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS|RESOLVE_NO_XDEV,
+ * always adding O_CLOEXEC|O_NOFOLLOW, and O_NOCTTY|O_NONBLOCK unless flags has O_PATH (which allows neither).
+ * With O_PATH a trailing symlink yields an fd to the link itself. Returns the fd or -errno. */
+int openat_beneath(int dirfd, const char *path, int flags, mode_t mode);
 
 /* A directory stream of its own on the directory dirfd refers to (a fresh open of ".", so reading it
  * moves no offset of dirfd's); dirfd stays the caller's. */

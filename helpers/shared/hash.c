@@ -3,11 +3,9 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <linux/openat2.h>
 #include <sodium.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 
 #include "fileio.h"
@@ -29,24 +27,6 @@ void sha256_hex(const void *p, size_t n, char ret_hex[SHA256_HEX_SIZE]) {
 
         crypto_hash_sha256(d, p, n);
         hex_encode(d, sizeof d, ret_hex);
-}
-
-int openat_beneath(int dirfd, const char *path, int flags, mode_t mode) {
-        struct open_how how = {
-                .flags = (uint64_t) (flags | O_CLOEXEC | O_NOFOLLOW),
-                .mode = (flags & (O_CREAT | __O_TMPFILE)) ? mode : 0,
-                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
-        };
-
-        /* O_PATH admits only O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC beside it; otherwise never block on a fifo
-         * and never acquire a controlling terminal. */
-        if (!(flags & O_PATH))
-                how.flags |= O_NOCTTY | O_NONBLOCK;
-
-        long fd = syscall(SYS_openat2, dirfd, path, &how, sizeof how);
-        if (fd < 0)
-                return negative_errno();
-        return (int) fd;
 }
 
 int hash_fd(int fd, int copy_fd, uint64_t max_bytes, uint8_t ret_digest[SHA256_SIZE], uint64_t *ret_size) {
@@ -157,17 +137,11 @@ static int tree_hash_file(int dirfd, const char *name, TreeRecord *rec) {
 }
 
 static int tree_read_link(int dirfd, const char *name, TreeRecord *rec) {
-        char buf[PATH_MAX];
+        int r = readlinkat_malloc(dirfd, name, &rec->target);
 
-        ssize_t n = readlinkat(dirfd, name, buf, sizeof buf);
-        if (n < 0)
-                return negative_errno();
-        if ((size_t) n >= sizeof buf)
-                return -ENAMETOOLONG;
-        rec->target = strndup(buf, (size_t) n);
-        if (!rec->target)
-                return -ENOMEM;
-        rec->size = (uint64_t) n;
+        if (r < 0)
+                return r;
+        rec->size = strlen(rec->target);
         return 0;
 }
 

@@ -1,12 +1,13 @@
 /* hash.h: SHA-256 of byte strings and of fds (streaming, bounded), lowercase hex, the canonical tree digest of
- * a checkout directory and the job's input_sha (docs/result-format.md defines both byte for byte). Also the
- * one "open beneath a dirfd, never follow anything" primitive that every walker over hostile trees uses. */
+ * a checkout directory and the job's input_sha (docs/result-format.md defines both byte for byte). */
 #pragma once
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "fileio.h" /* openat_beneath(), which lived here once */
 
 #define SHA256_SIZE 32
 #define SHA256_HEX_SIZE (2 * SHA256_SIZE + 1)
@@ -21,11 +22,6 @@
 /* Writes 2*n lowercase hex digits plus a NUL to ret. */
 void hex_encode(const uint8_t *p, size_t n, char *ret);
 void sha256_hex(const void *p, size_t n, char ret_hex[SHA256_HEX_SIZE]);
-
-/* openat2() of path below dirfd with RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS|RESOLVE_NO_XDEV,
- * always adding O_CLOEXEC|O_NOFOLLOW, and O_NOCTTY|O_NONBLOCK unless flags has O_PATH (which allows neither).
- * With O_PATH a trailing symlink yields an fd to the link itself. Returns the fd or -errno. */
-int openat_beneath(int dirfd, const char *path, int flags, mode_t mode);
 
 /* Reads fd to EOF, hashing every byte and, if copy_fd >= 0, writing it there too. Refuses with -EFBIG as soon
  * as more than max_bytes are read (what was copied so far stays in copy_fd: the caller removes it), and with

@@ -209,7 +209,7 @@ static int make_etc_ssl(int etcfd) {
         r = copy_optional("/etc/ssl/openssl.cnf", sslfd, "openssl.cnf");
         if (r < 0)
                 return r;
-        return copy_optional("/etc/ssl/certs/ca-certificates.crt", certsfd, "ca-certificates.crt");
+        return copy_optional(IMAGE_CA_BUNDLE, certsfd, "ca-certificates.crt");
 }
 
 static int make_etc(int jobfd) {

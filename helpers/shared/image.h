@@ -5,6 +5,9 @@
 #define IMAGE_HOST "host"
 /* The hostname the generated /etc knows (hostname, hosts): give it to OciPaths.hostname. */
 #define IMAGE_HOSTNAME "pond"
+/* The CA bundle's path on the host (copied into the generated /etc) and in the job (its TLS clients are
+ * pointed there). */
+#define IMAGE_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
 
 typedef struct ImageLayout {
         char *rootfs;   /* root.path */

@@ -5,6 +5,7 @@
 #include <systemd/sd-journal.h>
 
 #include "journal-record.h"
+#include "string-util.h"
 
 void journal_record_add(JournalRecord *r, const char *fmt, ...) {
         va_list ap;
@@ -13,12 +14,10 @@ void journal_record_add(JournalRecord *r, const char *fmt, ...) {
         if (r->n >= ELEMENTSOF(r->iov))
                 return;
         va_start(ap, fmt);
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wformat-nonliteral"
-        if (vasprintf(&s, fmt, ap) >= 0)
-                r->iov[r->n++] = (struct iovec) { s, strlen(s) };
-#pragma GCC diagnostic pop
+        s = strdupf_va(fmt, ap);
         va_end(ap);
+        if (s)
+                r->iov[r->n++] = (struct iovec) { s, strlen(s) };
 }
 
 void journal_record_head(JournalRecord *r, const char *message, const char *message_id, int priority,

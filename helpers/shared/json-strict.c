@@ -9,12 +9,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/param.h>
 
 #include "errmsg.h"
 #include "json-strict.h"
 #include "log.h"
 #include "macro.h"
+#include "string-util.h"
 
 /* Sets *ret_error (if wanted) and returns error, or -ENOMEM if the message itself cannot be made. */
 #define refuse error_set
@@ -47,47 +47,11 @@ char *json_printable(const char *s) {
         return out;
 }
 
-/* Length of the well-formed UTF-8 sequence at p (Unicode 15, table 3-7: no overlongs, no surrogates,
- * nothing above U+10FFFF), or 0 if it is not one. */
-static size_t utf8_sequence_length(const unsigned char *p, size_t left) {
-        unsigned char lo = 0x80, hi = 0xbf;
-        size_t n;
-
-        if (p[0] < 0x80)
-                return 1;
-        if (p[0] >= 0xc2 && p[0] <= 0xdf)
-                n = 2;
-        else if (p[0] >= 0xe0 && p[0] <= 0xef) {
-                n = 3;
-                if (p[0] == 0xe0)
-                        lo = 0xa0;
-                else if (p[0] == 0xed)
-                        hi = 0x9f;
-        } else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
-                n = 4;
-                if (p[0] == 0xf0)
-                        lo = 0x90;
-                else if (p[0] == 0xf4)
-                        hi = 0x8f;
-        } else
-                return 0;
-
-        if (left < n || p[1] < lo || p[1] > hi)
-                return 0;
-        for (size_t i = 2; i < n; i++)
-                if (p[i] < 0x80 || p[i] > 0xbf)
-                        return 0;
-        return n;
-}
-
 static int check_utf8(const char *buf, size_t len, char **ret_error) {
-        for (size_t i = 0; i < len;) {
-                size_t n = utf8_sequence_length((const unsigned char *) buf + i, len - i);
+        size_t i = utf8_valid_prefix(buf, len);
 
-                if (n == 0)
-                        return refuse(ret_error, -EINVAL, "invalid UTF-8 at byte offset %zu", i);
-                i += n;
-        }
+        if (i < len)
+                return refuse(ret_error, -EINVAL, "invalid UTF-8 at byte offset %zu", i);
         return 0;
 }
 

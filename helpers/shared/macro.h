@@ -1,5 +1,6 @@
-/* macro.h: the small vocabulary every pond file shares: cleanup attributes, ownership transfer
- * (TAKE_PTR/TAKE_FD), synthetic errno values and array sizes. */
+/* macro.h: the small vocabulary every pond file shares: cleanup attributes and the cleanup helpers of
+ * libc and json-c (DEFINE_TRIVIAL_CLEANUP_FUNC for more; libsystemd exports its own sd_*_unrefp), ownership
+ * transfer (TAKE_PTR/TAKE_FD), synthetic errno values, array sizes, MIN/MAX. */
 #pragma once
 
 #include <errno.h>
@@ -20,6 +21,16 @@
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
 
+#define XSTRINGIFY(x) #x
+#define STRINGIFY(x) XSTRINGIFY(x)
+
+/* The one definition (sys/param.h has its own: not included anywhere in pond). Arguments are evaluated
+ * twice: no side effects in them. */
+#undef MIN
+#undef MAX
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+
 /* A negative errno that did not come from a failing call: the caller logs it with its own message. */
 #define SYNTHETIC_ERRNO(e) (-(e))
 
@@ -36,6 +47,15 @@
                 (fd) = -EBADF;                          \
                 _fd_;                                   \
         })
+
+/* A func##p() for _cleanup_(func##p) that calls func(*p) unless *p is empty (NULL, or the given value);
+ * func's own return value is ignored (json_object_put() returns int, nft_ctx_free() nothing). */
+#define DEFINE_TRIVIAL_CLEANUP_FUNC_FULL(type, func, empty)     \
+        static inline void func##p(type *p) {                   \
+                if (*p != (empty))                              \
+                        func(*p);                               \
+        }
+#define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func) DEFINE_TRIVIAL_CLEANUP_FUNC_FULL(type, func, NULL)
 
 static inline void freep(void *p) {
         free(*(void **) p);
@@ -56,22 +76,13 @@ static inline void closep(int *fd) {
 }
 #define _cleanup_close_ _cleanup_(closep)
 
-static inline void fclosep(FILE **f) {
-        if (*f)
-                fclose(*f);
-}
+DEFINE_TRIVIAL_CLEANUP_FUNC(FILE *, fclose);
 #define _cleanup_fclose_ _cleanup_(fclosep)
 
-static inline void closedirp(DIR **d) {
-        if (*d)
-                closedir(*d);
-}
+DEFINE_TRIVIAL_CLEANUP_FUNC(DIR *, closedir);
 #define _cleanup_closedir_ _cleanup_(closedirp)
 
-static inline void json_object_putp(json_object **j) {
-        if (*j)
-                json_object_put(*j);
-}
+DEFINE_TRIVIAL_CLEANUP_FUNC(json_object *, json_object_put);
 #define _cleanup_json_ _cleanup_(json_object_putp)
 
 static inline void strv_freep(char ***l) {

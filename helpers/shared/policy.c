@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "errmsg.h"
+#include "json-util.h"
 #include "fileio.h"
 #include "json-strict.h"
 #include "log.h"
@@ -31,9 +32,6 @@ static int table_lookup(const char *const *table, size_t n, const char *s) {
         return -EINVAL;
 }
 
-const char *fs_posture_to_string(FsPosture p) {
-        return p >= 0 && p < _FS_POSTURE_MAX ? fs_posture_table[p] : NULL;
-}
 FsPosture fs_posture_from_string(const char *s) {
         return table_lookup(fs_posture_table, _FS_POSTURE_MAX, s);
 }
@@ -45,11 +43,6 @@ NetPosture net_posture_from_string(const char *s) {
 }
 
 #define fail(ret_error, ...) error_set((ret_error), -EINVAL, __VA_ARGS__)
-
-static json_object *get(json_object *o, const char *key) {
-        json_object *v = NULL;
-        return json_object_object_get_ex(o, key, &v) ? v : NULL;
-}
 
 static bool array_has_string(json_object *a, const char *s) {
         if (!json_object_is_type(a, json_type_array))
@@ -86,7 +79,7 @@ static char *keys_joined(json_object *o) {
 
 /* Parses a knob value into the unit the runtimes take: bytes, milli-CPUs, a count, or an image name. */
 static int knob_parse(json_object *spec, const char *name, json_object *value, uint64_t *ret, char **ret_error) {
-        const char *type = json_object_get_string(get(spec, "type"));
+        const char *type = json_object_get_string(json_get(spec, "type"));
 
         if (streq(type, "size")) {
                 if (json_object_is_type(value, json_type_int)) {
@@ -123,14 +116,14 @@ static int knob_parse(json_object *spec, const char *name, json_object *value, u
 }
 
 static int knob_bound(json_object *spec, const char *name, const char *which, uint64_t *ret) {
-        json_object *b = get(spec, which);
+        json_object *b = json_get(spec, which);
         return b ? knob_parse(spec, name, b, ret, NULL) : -EINVAL;
 }
 
 /* Value within [min, max] of the knob, as declared in the policy. */
 static int knob_check(json_object *knobs, const char *name, json_object *value, uint64_t *ret,
                       char **ret_error) {
-        json_object *spec = get(knobs, name);
+        json_object *spec = json_get(knobs, name);
         uint64_t v, lo, hi;
         int r;
 
@@ -141,8 +134,9 @@ static int knob_check(json_object *knobs, const char *name, json_object *value, 
                 return fail(ret_error, "policy: knob %s lacks valid bounds", name);
         if (v < lo || v > hi)
                 return fail(ret_error, "sandbox.overrides.%s: %s is out of bounds (%s .. %s)", name,
-                            json_object_to_json_string(value), json_object_to_json_string(get(spec, "min")),
-                            json_object_to_json_string(get(spec, "max")));
+                            json_object_to_json_string(value),
+                            json_object_to_json_string(json_get(spec, "min")),
+                            json_object_to_json_string(json_get(spec, "max")));
         *ret = v;
         return 0;
 }
@@ -161,7 +155,7 @@ static int knob_apply(json_object *knobs, ResolvedPolicy *r, const char *name, j
         uint64_t v = 0;
         int k;
 
-        if (!get(knobs, name))
+        if (!json_get(knobs, name))
                 return fail(ret_error,
                             "sandbox.overrides.%s: not an overridable knob (only memory, cpus, pids_limit, "
                             "tmpfs_size, image; a profile's posture cannot be changed)", name);
@@ -205,20 +199,22 @@ static int pick(json_object *allowed, const char *requested, const char *fallbac
 
 int policy_resolve(const Policy *p, const SandboxBlock *block, ResolvedPolicy **ret, char **ret_error) {
         _cleanup_(resolved_policy_freep) ResolvedPolicy *r = NULL;
-        json_object *profiles = get(p->profiles, "profiles"), *knobs = get(p->profiles, "knobs"), *prof;
-        _cleanup_free_ char *known = keys_joined(profiles), *known_backends = keys_joined(get(p->profiles, "backends"));
-        const char *backend;
+        json_object *profiles = json_get(p->profiles, "profiles"), *knobs = json_get(p->profiles, "knobs"), *prof;
+        json_object *backends = json_get(p->profiles, "backends");
+        _cleanup_free_ char *known = keys_joined(profiles), *known_backends = keys_joined(backends);
+        const char *backend, *default_backend;
         int k;
 
         if (!block->profile)
                 return fail(ret_error, "sandbox.profile: missing; every job needs a profile (\"none\" opts "
                             "out explicitly; known: %s)", known ?: "?");
-        prof = get(profiles, block->profile);
+        prof = json_get(profiles, block->profile);
         if (!prof)
                 return fail(ret_error, "sandbox.profile: unknown profile '%s' (known: %s)", block->profile,
                             known ?: "?");
-        backend = block->backend ?: json_object_get_string(get(prof, "default_backend"));
-        if (!backend || !get(get(p->profiles, "backends"), backend))
+        default_backend = json_object_get_string(json_get(prof, "default_backend"));
+        backend = block->backend ?: default_backend;
+        if (!backend || !json_get(backends, backend))
                 return fail(ret_error, "sandbox.backend: unknown backend '%s' (known: %s)", backend ?: "(none)",
                             known_backends ?: "?");
 
@@ -228,21 +224,20 @@ int policy_resolve(const Policy *p, const SandboxBlock *block, ResolvedPolicy **
         r->profile = strdup(block->profile);
         if (!r->profile)
                 return -ENOMEM;
-        k = pick(get(prof, "backends"), block->backend, json_object_get_string(get(prof, "default_backend")),
-                 "backend", &r->backend, ret_error);
+        k = pick(json_get(prof, "backends"), block->backend, default_backend, "backend", &r->backend, ret_error);
         if (k < 0)
                 return k;
-        k = pick(get(p->profiles, "tiers"), block->tier, json_object_get_string(get(prof, "default_tier")),
-                 "tier", &r->tier, ret_error);
+        k = pick(json_get(p->profiles, "tiers"), block->tier,
+                 json_object_get_string(json_get(prof, "default_tier")), "tier", &r->tier, ret_error);
         if (k < 0)
                 return k;
-        r->confined = json_object_get_boolean(get(prof, "confined"));
-        r->fs = fs_posture_from_string(json_object_get_string(get(prof, "filesystem")));
-        r->net = net_posture_from_string(json_object_get_string(get(prof, "network")));
-        r->nofile = (uint64_t) json_object_get_int64(get(get(prof, "rlimits"), "nofile"));
-        r->nproc = (uint64_t) json_object_get_int64(get(get(prof, "rlimits"), "nproc"));
+        r->confined = json_object_get_boolean(json_get(prof, "confined"));
+        r->fs = fs_posture_from_string(json_object_get_string(json_get(prof, "filesystem")));
+        r->net = net_posture_from_string(json_object_get_string(json_get(prof, "network")));
+        r->nofile = (uint64_t) json_object_get_int64(json_get(json_get(prof, "rlimits"), "nofile"));
+        r->nproc = (uint64_t) json_object_get_int64(json_get(json_get(prof, "rlimits"), "nproc"));
 
-        json_object_object_foreach(get(prof, "defaults"), dk, dv) {
+        json_object_object_foreach(json_get(prof, "defaults"), dk, dv) {
                 k = knob_apply(knobs, r, dk, dv, ret_error);
                 if (k < 0)
                         return k;
@@ -291,37 +286,38 @@ static bool requires_is_valid(json_object *req) {
 /* Every profile must resolve with its own defaults and name only known postures and backends; a policy
  * file that does not is refused as a whole rather than half-applied. */
 static int policy_validate(const Policy *p, char **ret_error) {
-        json_object *profiles = get(p->profiles, "profiles"), *backends = get(p->profiles, "backends");
+        json_object *profiles = json_get(p->profiles, "profiles"), *backends = json_get(p->profiles, "backends");
 
         if (!json_object_is_type(profiles, json_type_object) || !json_object_is_type(backends, json_type_object) ||
-            !json_object_is_type(get(p->profiles, "knobs"), json_type_object) ||
-            !json_object_is_type(get(p->profiles, "tiers"), json_type_array))
+            !json_object_is_type(json_get(p->profiles, "knobs"), json_type_object) ||
+            !json_object_is_type(json_get(p->profiles, "tiers"), json_type_array))
                 return fail(ret_error, "policy: profiles.json needs objects profiles, knobs, backends and an "
                             "array tiers");
         json_object_object_foreach(profiles, name, prof) {
                 SandboxBlock b = { .profile = name };
                 _cleanup_(resolved_policy_freep) ResolvedPolicy *r = NULL;
-                json_object *rl = get(prof, "rlimits");
+                json_object *rl = json_get(prof, "rlimits"), *names = json_get(prof, "backends");
                 int k;
 
-                if (!json_object_is_type(get(prof, "confined"), json_type_boolean) ||
-                    fs_posture_from_string(json_object_get_string(get(prof, "filesystem"))) < 0 ||
-                    net_posture_from_string(json_object_get_string(get(prof, "network"))) < 0 ||
-                    !json_object_is_type(get(prof, "defaults"), json_type_object) ||
-                    !json_object_is_type(get(rl, "nofile"), json_type_int) ||
-                    !json_object_is_type(get(rl, "nproc"), json_type_int) ||
-                    json_object_get_int64(get(rl, "nofile")) <= 0 || json_object_get_int64(get(rl, "nproc")) <= 0)
+                if (!json_object_is_type(json_get(prof, "confined"), json_type_boolean) ||
+                    fs_posture_from_string(json_object_get_string(json_get(prof, "filesystem"))) < 0 ||
+                    net_posture_from_string(json_object_get_string(json_get(prof, "network"))) < 0 ||
+                    !json_object_is_type(json_get(prof, "defaults"), json_type_object) ||
+                    !json_object_is_type(json_get(rl, "nofile"), json_type_int) ||
+                    !json_object_is_type(json_get(rl, "nproc"), json_type_int) ||
+                    json_object_get_int64(json_get(rl, "nofile")) <= 0 ||
+                    json_object_get_int64(json_get(rl, "nproc")) <= 0)
                         return fail(ret_error, "policy: profile %s: needs confined, filesystem, network, "
                                     "defaults and positive rlimits.nofile/nproc", name);
-                for (size_t i = 0; i < json_object_array_length(get(prof, "backends")); i++)
-                        if (!get(backends, json_object_get_string(json_object_array_get_idx(get(prof, "backends"), i))))
+                for (size_t i = 0; i < json_object_array_length(names); i++)
+                        if (!json_get(backends, json_object_get_string(json_object_array_get_idx(names, i))))
                                 return fail(ret_error, "policy: profile %s names an unknown backend", name);
                 /* A confined profile can never run on the host network or filesystem. */
-                if (json_object_get_boolean(get(prof, "confined")) &&
-                    (streq(json_object_get_string(get(prof, "network")), "open") ||
-                     streq(json_object_get_string(get(prof, "filesystem")), "host")))
+                if (json_object_get_boolean(json_get(prof, "confined")) &&
+                    (streq(json_object_get_string(json_get(prof, "network")), "open") ||
+                     streq(json_object_get_string(json_get(prof, "filesystem")), "host")))
                         return fail(ret_error, "policy: confined profile %s cannot have an open posture", name);
-                if (!requires_is_valid(get(prof, "requires")))
+                if (!requires_is_valid(json_get(prof, "requires")))
                         return fail(ret_error, "policy: profile %s: requires must be an array of at most 32 "
                                     "capability names [a-z0-9._=-] other than sandbox.*", name);
                 k = policy_resolve(p, &b, &r, ret_error);

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <json-c/json.h>
 
+#include "size.h" /* parse_size(), declared here once */
 #include "spec.h"
 
 typedef enum FsPosture {
@@ -25,7 +26,6 @@ typedef enum NetPosture {
         _NET_POSTURE_INVALID = -EINVAL,
 } NetPosture;
 
-const char *fs_posture_to_string(FsPosture p);
 FsPosture fs_posture_from_string(const char *s);
 const char *net_posture_to_string(NetPosture p);
 NetPosture net_posture_from_string(const char *s);
@@ -64,6 +64,3 @@ ResolvedPolicy *resolved_policy_free(ResolvedPolicy *r);
 static inline void resolved_policy_freep(ResolvedPolicy **r) {
         resolved_policy_free(*r);
 }
-
-/* "512M", "2G", "1048576" -> bytes. -EINVAL on anything else (negative, empty, overflow, junk). */
-int parse_size(const char *s, uint64_t *ret);

@@ -13,6 +13,7 @@
 #include "fileio.h"
 #include "collect.h"
 #include "jobid.h"
+#include "json-util.h"
 #include "result.h"
 
 /* Removal and fsync walk the staged dir, artifacts/ below it mirroring a workspace up to COLLECT_MAX_DEPTH. */
@@ -227,14 +228,6 @@ static int parse_result(const char *json, size_t len, json_object **ret, char **
         return 0;
 }
 
-static const char *get_string(json_object *o, const char *key) {
-        json_object *v;
-
-        if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
-                return NULL;
-        return json_object_get_string(v);
-}
-
 static int verify_fields(json_object *o, const char *expect_job_id, const char *expect_input_sha,
                          char **ret_error) {
         json_object *v;
@@ -242,7 +235,7 @@ static int verify_fields(json_object *o, const char *expect_job_id, const char *
         if (!json_object_object_get_ex(o, "version", &v) || !json_object_is_type(v, json_type_int) ||
             json_object_get_int64(v) != RESULT_VERSION)
                 return refuse(ret_error, -EBADMSG, "version is not %d", RESULT_VERSION);
-        const char *job_id = get_string(o, "job_id"), *input_sha = get_string(o, "input_sha");
+        const char *job_id = json_get_str(o, "job_id"), *input_sha = json_get_str(o, "input_sha");
         if (!job_id)
                 return refuse(ret_error, -EBADMSG, "job_id is missing or not a string");
         if (expect_job_id && !streq(job_id, expect_job_id))
@@ -266,7 +259,7 @@ static int verify_one_artifact(int artdir, json_object *a, char **ret_error) {
         struct stat st;
         int r;
 
-        const char *path = get_string(a, "path"), *sha = get_string(a, "sha256");
+        const char *path = json_get_str(a, "path"), *sha = json_get_str(a, "sha256");
         if (!path || !sha || !json_object_object_get_ex(a, "size", &size) ||
             !json_object_is_type(size, json_type_int) || json_object_get_int64(size) < 0)
                 return refuse(ret_error, -EBADMSG, "artifact entry without path, size or sha256");
@@ -333,7 +326,7 @@ static int verify_artifacts(int dirfd, json_object *o, char **ret_error) {
 
         if (!json_object_object_get_ex(o, "artifacts", &arr) || !json_object_is_type(arr, json_type_array))
                 return refuse(ret_error, -EBADMSG, "artifacts is missing or not an array");
-        const char *output_sha = get_string(o, "output_sha");
+        const char *output_sha = json_get_str(o, "output_sha");
         r = manifest_json_sha(arr, hex);
         if (r < 0)
                 return refuse(ret_error, r, "cannot serialize the artifacts manifest");
@@ -348,7 +341,7 @@ static int verify_artifacts(int dirfd, json_object *o, char **ret_error) {
                               strerror(-artdir));
         for (size_t i = 0; i < json_object_array_length(arr); i++) {
                 json_object *a = json_object_array_get_idx(arr, i);
-                const char *kind = get_string(a, "kind");
+                const char *kind = json_get_str(a, "kind");
                 if (!kind)
                         return refuse(ret_error, -EBADMSG, "artifact entry %zu without kind", i);
                 if (!streq(kind, "file"))

@@ -10,17 +10,9 @@
 
 #define SCOPE_WAIT_USEC (30ULL * 1000 * 1000)
 
-static void bus_message_unrefp(sd_bus_message **m) {
-        sd_bus_message_unref(*m);
-}
-
-int unit_name_for_job(const char *job_id, const char *suffix, char **ret) {
-        char *s = NULL;
-        if (asprintf(&s, "pond-%s%s", job_id, suffix) < 0)
-                return -ENOMEM;
-        *ret = s;
-        return 0;
-}
+#define SD_DESTINATION "org.freedesktop.systemd1"
+#define SD_PATH "/org/freedesktop/systemd1"
+#define SD_MANAGER "org.freedesktop.systemd1.Manager"
 
 typedef struct JobWait {
         char *job_path;
@@ -48,14 +40,8 @@ static int on_job_removed(sd_bus_message *m, void *userdata, sd_bus_error *error
         return 0;
 }
 
-static uint64_t now_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
-
 static int wait_for_job(sd_bus *bus, JobWait *w) {
-        uint64_t deadline = now_usec() + SCOPE_WAIT_USEC;
+        uint64_t deadline = clock_usec(CLOCK_MONOTONIC) + SCOPE_WAIT_USEC;
 
         while (!w->done) {
                 int r = sd_bus_process(bus, NULL);
@@ -63,9 +49,9 @@ static int wait_for_job(sd_bus *bus, JobWait *w) {
                         return r;
                 if (r > 0)
                         continue;
-                if (now_usec() >= deadline)
+                if (clock_usec(CLOCK_MONOTONIC) >= deadline)
                         return -ETIMEDOUT;
-                r = sd_bus_wait(bus, deadline - now_usec());
+                r = sd_bus_wait(bus, deadline - clock_usec(CLOCK_MONOTONIC));
                 if (r < 0)
                         return r;
         }
@@ -109,33 +95,30 @@ UnitStart *unit_start_free(UnitStart *s) {
 
 /* Sends m (a Manager method returning a job path) and returns a handle on the queued job. */
 static int call_begin(sd_bus *bus, sd_bus_message *m, const char *unit, UnitStart **ret) {
-        _cleanup_(bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(unit_start_freep) UnitStart *s = calloc(1, sizeof *s);
-        sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         const char *job;
         int r;
 
         if (!s || !(s->unit = strdup(unit)))
                 return -ENOMEM;
-        r = sd_bus_match_signal(bus, &s->slot, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
-                                "org.freedesktop.systemd1.Manager", "JobRemoved", on_job_removed, &s->wait);
+        r = sd_bus_match_signal(bus, &s->slot, SD_DESTINATION, SD_PATH, SD_MANAGER, "JobRemoved",
+                                on_job_removed, &s->wait);
         if (r < 0)
                 return log_debug_errno(r, "Cannot watch systemd jobs: %m");
         /* systemd sends JobRemoved only to subscribed clients (a second Subscribe on the same connection
          * is refused as such, and is fine). */
-        r = sd_bus_call_method(bus, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
-                               "org.freedesktop.systemd1.Manager", "Subscribe", &error, NULL, NULL);
+        r = sd_bus_call_method(bus, SD_DESTINATION, SD_PATH, SD_MANAGER, "Subscribe", &error, NULL,
+                               NULL);
         if (r < 0 && sd_bus_error_has_name(&error, "org.freedesktop.systemd1.AlreadySubscribed"))
                 r = 0;
         sd_bus_error_free(&error);
         if (r < 0)
                 return log_debug_errno(r, "Cannot subscribe to systemd's signals: %m");
         r = sd_bus_call(bus, m, 0, &error, &reply);
-        if (r < 0) {
-                log_debug_errno(r, "Starting %s failed: %s", unit, error.message ?: "?");
-                sd_bus_error_free(&error);
-                return r;
-        }
+        if (r < 0)
+                return log_debug_errno(r, "Starting %s failed: %s", unit, error.message ?: "?");
         r = sd_bus_message_read(reply, "o", &job);
         if (r < 0)
                 return r;
@@ -161,11 +144,11 @@ static int call_and_wait_job(sd_bus *bus, sd_bus_message *m, const char *unit) {
 
 int scope_start(sd_bus *bus, const char *unit, pid_t pid, const ScopeLimits *limits, const char *bound_to,
                 const char *description) {
-        _cleanup_(bus_message_unrefp) sd_bus_message *m = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
         int r;
 
-        r = sd_bus_message_new_method_call(bus, &m, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
-                                           "org.freedesktop.systemd1.Manager", "StartTransientUnit");
+        r = sd_bus_message_new_method_call(bus, &m, SD_DESTINATION, SD_PATH, SD_MANAGER,
+                                           "StartTransientUnit");
         if (r >= 0)
                 r = sd_bus_message_append(m, "ss", unit, "fail");
         if (r >= 0)
@@ -178,11 +161,10 @@ int scope_start(sd_bus *bus, const char *unit, pid_t pid, const ScopeLimits *lim
 }
 
 int unit_start_begin(sd_bus *bus, const char *unit, UnitStart **ret) {
-        _cleanup_(bus_message_unrefp) sd_bus_message *m = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
         int r;
 
-        r = sd_bus_message_new_method_call(bus, &m, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
-                                           "org.freedesktop.systemd1.Manager", "StartUnit");
+        r = sd_bus_message_new_method_call(bus, &m, SD_DESTINATION, SD_PATH, SD_MANAGER, "StartUnit");
         if (r >= 0)
                 r = sd_bus_message_append(m, "ss", unit, "replace");
         if (r < 0)
@@ -191,13 +173,12 @@ int unit_start_begin(sd_bus *bus, const char *unit, UnitStart **ret) {
 }
 
 static int manager_call(sd_bus *bus, const char *method, const char *types, ...) {
-        _cleanup_(bus_message_unrefp) sd_bus_message *m = NULL;
-        sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         va_list ap;
         int r;
 
-        r = sd_bus_message_new_method_call(bus, &m, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
-                                           "org.freedesktop.systemd1.Manager", method);
+        r = sd_bus_message_new_method_call(bus, &m, SD_DESTINATION, SD_PATH, SD_MANAGER, method);
         if (r < 0)
                 return r;
         va_start(ap, types);
@@ -211,7 +192,6 @@ static int manager_call(sd_bus *bus, const char *method, const char *types, ...)
                 r = -ENOENT;
         else if (r < 0)
                 log_debug_errno(r, "%s failed: %s", method, error.message ?: "?");
-        sd_bus_error_free(&error);
         return r;
 }
 
@@ -225,38 +205,34 @@ int scope_kill(sd_bus *bus, const char *unit) {
         return manager_call(bus, "KillUnit", "ssi", unit, "all", (int32_t) SIGKILL);
 }
 
-int unit_cgroup_path(sd_bus *bus, const char *unit, char **ret) {
+static int unit_get_string(sd_bus *bus, const char *unit, const char *iface, const char *property,
+                           char **ret) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_free_ char *object = NULL;
-        sd_bus_error error = SD_BUS_ERROR_NULL;
         int r;
 
         r = sd_bus_path_encode("/org/freedesktop/systemd1/unit", unit, &object);
         if (r < 0)
                 return r;
-        r = sd_bus_get_property_string(bus, "org.freedesktop.systemd1", object,
-                                       "org.freedesktop.systemd1.Scope", "ControlGroup", &error, ret);
-        sd_bus_error_free(&error);
-        return r;
+        return sd_bus_get_property_string(bus, SD_DESTINATION, object, iface, property, &error, ret);
+}
+
+int unit_cgroup_path(sd_bus *bus, const char *unit, char **ret) {
+        return unit_get_string(bus, unit, "org.freedesktop.systemd1.Scope", "ControlGroup", ret);
 }
 
 static int unit_is_gone(sd_bus *bus, const char *unit) {
-        _cleanup_free_ char *object = NULL, *state = NULL;
-        sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_free_ char *state = NULL;
         int r;
 
-        r = sd_bus_path_encode("/org/freedesktop/systemd1/unit", unit, &object);
-        if (r < 0)
-                return r;
-        r = sd_bus_get_property_string(bus, "org.freedesktop.systemd1", object,
-                                       "org.freedesktop.systemd1.Unit", "ActiveState", &error, &state);
-        sd_bus_error_free(&error);
+        r = unit_get_string(bus, unit, "org.freedesktop.systemd1.Unit", "ActiveState", &state);
         if (r < 0)
                 return r;
         return streq(state, "inactive") || streq(state, "failed");
 }
 
 int unit_stop(sd_bus *bus, const char *unit) {
-        uint64_t deadline = now_usec() + SCOPE_WAIT_USEC;
+        uint64_t deadline = clock_usec(CLOCK_MONOTONIC) + SCOPE_WAIT_USEC;
         int r;
 
         r = manager_call(bus, "StopUnit", "ss", unit, "replace");
@@ -265,7 +241,7 @@ int unit_stop(sd_bus *bus, const char *unit) {
         if (r < 0)
                 return r;
         while ((r = unit_is_gone(bus, unit)) == 0) {
-                if (now_usec() >= deadline)
+                if (clock_usec(CLOCK_MONOTONIC) >= deadline)
                         return -ETIMEDOUT;
                 usleep(10 * 1000);
         }

@@ -6,8 +6,7 @@
 #include <systemd/sd-bus.h>
 
 #include "policy.h"
-
-#define POND_SLICE "pond.slice"
+#include "unit-name.h"  /* POND_SLICE */
 
 typedef struct ScopeLimits {
         uint64_t memory_bytes;
@@ -51,4 +50,3 @@ int cgroup_oom_watch(const char *cgroup_path, int *ret_eventfd);
 /* rmdir()s what the runtime left of the payload's cgroup in hierarchies systemd does not manage. */
 int cgroup_remove_leftovers(const char *scope_cgroup);
 
-int unit_name_for_job(const char *job_id, const char *suffix, char **ret);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "errmsg.h"
+#include "json-util.h"
 #include "macro.h"
 #include "seccomp-check.h"
 
@@ -86,10 +87,7 @@ typedef struct Rule {
         unsigned n_args;
 } Rule;
 
-static void seccomp_releasep(scmp_filter_ctx *ctx) {
-        if (*ctx)
-                seccomp_release(*ctx);
-}
+DEFINE_TRIVIAL_CLEANUP_FUNC(scmp_filter_ctx, seccomp_release);
 
 #define fail(ret_error, ...) error_set((ret_error), -EINVAL, __VA_ARGS__)
 
@@ -132,47 +130,13 @@ static int check_guarded(const char *name, const Rule *rule, char **ret_error) {
         return 0;
 }
 
-static int check_keys(json_object *o, const char *where, const char *const *allowed, char **ret_error) {
-        json_object_object_foreach(o, key, v) {
-                bool ok = false;
-                (void) v;
-                for (const char *const *a = allowed; *a; a++)
-                        ok = ok || streq(*a, key);
-                if (!ok)
-                        return fail(ret_error, "%s: unknown key \"%s\"", where, key);
-        }
-        return 0;
-}
-
-static json_object *get(json_object *o, const char *key) {
-        json_object *v = NULL;
-        return json_object_object_get_ex(o, key, &v) ? v : NULL;
-}
-
-static int get_uint(json_object *o, const char *key, const char *where, uint64_t max, bool *ret_set,
-                    uint64_t *ret, char **ret_error) {
-        json_object *v = get(o, key);
-
-        if (!v) {
-                *ret_set = false;
-                return 0;
-        }
-        if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0 ||
-            json_object_get_uint64(v) > max)
-                return fail(ret_error, "%s.%s: must be an integer in 0..%llu", where, key,
-                            (unsigned long long) max);
-        *ret_set = true;
-        *ret = json_object_get_uint64(v);
-        return 0;
-}
-
 static const ActionInfo *lookup_action(json_object *o, const char *key) {
-        json_object *v = get(o, key);
+        const char *s = json_get_str(o, key);
 
-        if (!v || !json_object_is_type(v, json_type_string))
+        if (!s)
                 return NULL;
         for (size_t i = 0; i < ELEMENTSOF(actions); i++)
-                if (streq(actions[i].name, json_object_get_string(v)))
+                if (streq(actions[i].name, s))
                         return &actions[i];
         return NULL;
 }
@@ -188,9 +152,10 @@ static int parse_action(json_object *o, const char *action_key, const char *errn
                 return fail(ret_error, "%s.%s: must be one of SCMP_ACT_ALLOW, SCMP_ACT_ERRNO, SCMP_ACT_LOG, "
                             "SCMP_ACT_KILL, SCMP_ACT_KILL_THREAD, SCMP_ACT_KILL_PROCESS, SCMP_ACT_TRAP",
                             where, action_key);
-        r = get_uint(o, errno_key, where, 4095, &set, &e, ret_error);
+        r = json_get_u64(o, where, errno_key, 0, 4095, &e, ret_error);
         if (r < 0)
                 return r;
+        set = r > 0;
         if (set && !info->takes_errno)
                 return fail(ret_error, "%s.%s: only valid with SCMP_ACT_ERRNO", where, errno_key);
         /* errno 0 would make a refused syscall look like it succeeded */
@@ -203,27 +168,26 @@ static int parse_action(json_object *o, const char *action_key, const char *errn
 
 static int parse_arg(json_object *a, const char *where, struct scmp_arg_cmp *ret, char **ret_error) {
         static const char *const keys[] = { "index", "value", "valueTwo", "op", NULL };
-        json_object *op = get(a, "op");
+        const char *op = json_get_str(a, "op");
         uint64_t index = 0, value = 0, value_two = 0;
-        bool set_index, set_value, set_two;
-        int r;
+        int r, set_index, set_value;
 
-        if (!json_object_is_type(a, json_type_object))
-                return fail(ret_error, "%s: must be an object", where);
-        r = check_keys(a, where, keys, ret_error);
+        r = json_check_object(a, where, ret_error);
+        if (r >= 0)
+                r = json_check_keys(a, where, keys, ret_error);
         if (r < 0)
                 return r;
-        r = get_uint(a, "index", where, 5, &set_index, &index, ret_error);
+        set_index = r = json_get_u64(a, where, "index", 0, 5, &index, ret_error);
         if (r >= 0)
-                r = get_uint(a, "value", where, UINT64_MAX, &set_value, &value, ret_error);
+                set_value = r = json_get_u64(a, where, "value", 0, UINT64_MAX, &value, ret_error);
         if (r >= 0)
-                r = get_uint(a, "valueTwo", where, UINT64_MAX, &set_two, &value_two, ret_error);
+                r = json_get_u64(a, where, "valueTwo", 0, UINT64_MAX, &value_two, ret_error);
         if (r < 0)
                 return r;
         if (!set_index || !set_value)
                 return fail(ret_error, "%s: index and value are required", where);
-        for (size_t i = 0; op && json_object_is_type(op, json_type_string) && i < ELEMENTSOF(operators); i++)
-                if (streq(operators[i].name, json_object_get_string(op))) {
+        for (size_t i = 0; op && i < ELEMENTSOF(operators); i++)
+                if (streq(operators[i].name, op)) {
                         /* as runc: for MASKED_EQ value is the mask, valueTwo the datum */
                         *ret = (struct scmp_arg_cmp) { (unsigned) index, operators[i].op, value, value_two };
                         return 0;
@@ -286,16 +250,16 @@ static int add_rule(scmp_filter_ctx ctx, uint32_t default_action, json_object *o
         int r;
 
         snprintf(where, sizeof where, "syscalls[%zu]", idx);
-        if (!json_object_is_type(o, json_type_object))
-                return fail(ret_error, "%s: must be an object", where);
-        r = check_keys(o, where, keys, ret_error);
+        r = json_check_object(o, where, ret_error);
+        if (r >= 0)
+                r = json_check_keys(o, where, keys, ret_error);
         if (r >= 0)
                 r = parse_action(o, "action", "errnoRet", where, &rule.action, &rule.scmp_action, ret_error);
         if (r >= 0)
-                r = parse_args(get(o, "args"), &rule, ret_error);
+                r = parse_args(json_get(o, "args"), &rule, ret_error);
         if (r < 0)
                 return r;
-        names = get(o, "names");
+        names = json_get(o, "names");
         if (!names || !json_object_is_type(names, json_type_array) || json_object_array_length(names) == 0)
                 return fail(ret_error, "%s.names: must be a non-empty array of syscall names", where);
         for (size_t i = 0; i < json_object_array_length(names); i++) {
@@ -376,9 +340,9 @@ int seccomp_policy_check(json_object *seccomp, char **ret_error) {
         json_object *syscalls;
         int r;
 
-        if (!seccomp || !json_object_is_type(seccomp, json_type_object))
-                return fail(ret_error, "seccomp: must be an object");
-        r = check_keys(seccomp, "seccomp", keys, ret_error);
+        r = json_check_object(seccomp, "seccomp", ret_error);
+        if (r >= 0)
+                r = json_check_keys(seccomp, "seccomp", keys, ret_error);
         if (r < 0)
                 return r;
         def = lookup_action(seccomp, "defaultAction");
@@ -392,10 +356,10 @@ int seccomp_policy_check(json_object *seccomp, char **ret_error) {
         ctx = seccomp_init(default_action);
         if (!ctx)
                 return -ENOMEM;
-        r = add_architectures(ctx, get(seccomp, "architectures"), ret_error);
+        r = add_architectures(ctx, json_get(seccomp, "architectures"), ret_error);
         if (r < 0)
                 return r;
-        syscalls = get(seccomp, "syscalls");
+        syscalls = json_get(seccomp, "syscalls");
         if (!syscalls || !json_object_is_type(syscalls, json_type_array))
                 return fail(ret_error, "seccomp.syscalls: must be an array");
         for (size_t i = 0; i < json_object_array_length(syscalls); i++) {

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "macro.h"
-#include "policy.h"
+#include "size.h"
 
 static const struct {
         const char *suffix;

@@ -10,26 +10,13 @@
 
 #include "errmsg.h"
 #include "json-strict.h"
+#include "json-util.h"
 #include "jobid.h"
 #include "macro.h"
 #include "spec.h"
-
-/* Checks one string; returns NULL if it is fine, else why not (completing "FIELD: ..."). */
-typedef const char *(*StringCheck)(const char *s);
+#include "strv.h"
 
 #define refuse(ret_error, ...) error_set((ret_error), -EINVAL, __VA_ARGS__)
-
-static int refuse_unknown_key(const char *key, const char *where, char **ret_error) {
-        _cleanup_free_ char *p = json_printable(key);
-
-        if (!p)
-                return -ENOMEM;
-        return refuse(ret_error, "unknown key '%s' %s", p, where);
-}
-
-static void strv_free(char **l) {
-        strv_freep(&l);
-}
 
 static bool is_alpha_(char c) {
         return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
@@ -39,26 +26,12 @@ static bool is_digit(char c) {
         return c >= '0' && c <= '9';
 }
 
-/* A string value, which json_parse_strict() already guarantees has no embedded NUL; checked again since
- * sandbox_block_from_json() also takes trees from elsewhere. */
-static int get_string(json_object *v, const char *field, const char **ret, char **ret_error) {
-        const char *s;
-
-        if (!json_object_is_type(v, json_type_string))
-                return refuse(ret_error, "%s: must be a string", field);
-        s = json_object_get_string(v);
-        if (strlen(s) != (size_t) json_object_get_string_len(v))
-                return refuse(ret_error, "%s: must not contain NUL", field);
-        *ret = s;
-        return 0;
-}
-
-static int dup_string(json_object *v, const char *field, StringCheck check, char **ret, char **ret_error) {
+static int dup_string(json_object *v, const char *field, JsonStringCheck check, char **ret, char **ret_error) {
         const char *s, *why;
         char *copy;
         int r;
 
-        r = get_string(v, field, &s, ret_error);
+        r = json_check_string(v, field, SIZE_MAX, &s, ret_error);
         if (r < 0)
                 return r;
         why = check ? check(s) : NULL;
@@ -72,7 +45,7 @@ static int dup_string(json_object *v, const char *field, StringCheck check, char
 }
 
 /* An array of at most max strings, each passing check, as a NULL-terminated strv. */
-static int dup_string_array(json_object *v, const char *field, size_t max, StringCheck check, char ***ret,
+static int dup_string_array(json_object *v, const char *field, size_t max, JsonStringCheck check, char ***ret,
                             char **ret_error) {
         _cleanup_strv_free_ char **l = NULL;
         size_t n;
@@ -80,16 +53,17 @@ static int dup_string_array(json_object *v, const char *field, size_t max, Strin
 
         if (!json_object_is_type(v, json_type_array))
                 return refuse(ret_error, "%s: must be an array of strings", field);
+        r = json_check_array(v, field, 0, max, ret_error);
+        if (r < 0)
+                return r;
         n = json_object_array_length(v);
-        if (n > max)
-                return refuse(ret_error, "%s: more than %zu elements", field, max);
         l = calloc(n + 1, sizeof(char *));
         if (!l)
                 return -ENOMEM;
         for (size_t i = 0; i < n; i++) {
-                char elem[256];
+                char elem[JSON_FIELD_MAX];
 
-                snprintf(elem, sizeof elem, "%s[%zu]", field, i);
+                json_field_index(elem, field, i);
                 r = dup_string(json_object_array_get_idx(v, i), elem, check, &l[i], ret_error);
                 if (r < 0)
                         return r;
@@ -190,23 +164,8 @@ static const char *check_env_name(const char *s) {
         return NULL;
 }
 
-static int parse_job_id(json_object *v, const char *field, JobSpec *s, char **ret_error) {
-        return dup_string(v, field, check_job_id, &s->job_id, ret_error);
-}
-
-static int parse_tenant(json_object *v, const char *field, JobSpec *s, char **ret_error) {
-        return dup_string(v, field, check_tenant, &s->tenant, ret_error);
-}
-
-static int parse_checkout(json_object *v, const char *field, JobSpec *s, char **ret_error) {
-        return dup_string(v, field, check_checkout, &s->checkout, ret_error);
-}
-
-static int parse_bundle(json_object *v, const char *field, JobSpec *s, char **ret_error) {
-        return dup_string(v, field, check_checkout, &s->bundle, ret_error);
-}
-
-static int parse_command(json_object *v, const char *field, JobSpec *s, char **ret_error) {
+static int parse_command(json_object *v, const char *field, void *userdata, char **ret_error) {
+        JobSpec *s = userdata;
         int r;
 
         if (json_object_is_type(v, json_type_array) && json_object_array_length(v) == 0)
@@ -221,7 +180,8 @@ static int parse_command(json_object *v, const char *field, JobSpec *s, char **r
         return 0;
 }
 
-static int parse_outputs(json_object *v, const char *field, JobSpec *s, char **ret_error) {
+static int parse_outputs(json_object *v, const char *field, void *userdata, char **ret_error) {
+        JobSpec *s = userdata;
         char **l;
         int r;
 
@@ -233,8 +193,9 @@ static int parse_outputs(json_object *v, const char *field, JobSpec *s, char **r
         return 0;
 }
 
-static int parse_env(json_object *v, const char *field, JobSpec *s, char **ret_error) {
+static int parse_env(json_object *v, const char *field, void *userdata, char **ret_error) {
         _cleanup_strv_free_ char **l = NULL;
+        JobSpec *s = userdata;
         size_t i = 0;
 
         if (!json_object_is_type(v, json_type_object))
@@ -247,15 +208,15 @@ static int parse_env(json_object *v, const char *field, JobSpec *s, char **ret_e
         json_object_object_foreach(v, k, val) {
                 _cleanup_free_ char *p = NULL;
                 const char *why = check_env_name(k), *value;
-                char elem[JOB_SPEC_ENV_NAME_MAX + 64];
+                char elem[JSON_FIELD_MAX];
                 int r;
 
                 if (why) {
                         p = json_printable(k);
                         return p ? refuse(ret_error, "%s: variable name '%s' %s", field, p, why) : -ENOMEM;
                 }
-                snprintf(elem, sizeof elem, "%s.%s", field, k);
-                r = get_string(val, elem, &value, ret_error);
+                json_field(elem, field, k);
+                r = json_check_string(val, elem, SIZE_MAX, &value, ret_error);
                 if (r < 0)
                         return r;
                 if (strlen(k) + 1 + strlen(value) > JOB_SPEC_ARG_MAX)
@@ -268,46 +229,38 @@ static int parse_env(json_object *v, const char *field, JobSpec *s, char **ret_e
         return 0;
 }
 
-static const struct {
-        const char *name;
-        size_t offset;
-        uint64_t max;
-} limit_fields[] = {
-        { "wall_clock_s",   offsetof(JobLimits, wall_clock_s),   JOB_SPEC_MAX_WALL_CLOCK_S },
-        { "output_bytes",   offsetof(JobLimits, output_bytes),   JOB_SPEC_MAX_OUTPUT_BYTES },
-        { "artifact_bytes", offsetof(JobLimits, artifact_bytes), JOB_SPEC_MAX_ARTIFACT_BYTES },
-        { "artifact_files", offsetof(JobLimits, artifact_files), JOB_SPEC_MAX_ARTIFACT_FILES },
-        { "max_cost_cents", offsetof(JobLimits, max_cost_cents), JOB_SPEC_MAX_COST_CENTS },
+static const JsonField limit_fields[] = {
+        { "wall_clock_s",   JSON_U64, .offset = offsetof(JobLimits, wall_clock_s),   .min = 1,
+          .max = JOB_SPEC_MAX_WALL_CLOCK_S },
+        { "output_bytes",   JSON_U64, .offset = offsetof(JobLimits, output_bytes),   .min = 1,
+          .max = JOB_SPEC_MAX_OUTPUT_BYTES },
+        { "artifact_bytes", JSON_U64, .offset = offsetof(JobLimits, artifact_bytes), .min = 1,
+          .max = JOB_SPEC_MAX_ARTIFACT_BYTES },
+        { "artifact_files", JSON_U64, .offset = offsetof(JobLimits, artifact_files), .min = 1,
+          .max = JOB_SPEC_MAX_ARTIFACT_FILES },
+        { "max_cost_cents", JSON_U64, .offset = offsetof(JobLimits, max_cost_cents), .min = 1,
+          .max = JOB_SPEC_MAX_COST_CENTS },
+        {}
 };
 
-static int parse_limits(json_object *v, const char *field, JobSpec *s, char **ret_error) {
+/* All or nothing: a refused limit leaves the defaults. */
+static int parse_limits(json_object *v, const char *field, void *userdata, char **ret_error) {
+        JobSpec *s = userdata;
         JobLimits l = s->limits;
+        int r;
 
-        if (!json_object_is_type(v, json_type_object))
-                return refuse(ret_error, "%s: must be an object", field);
-        json_object_object_foreach(v, k, val) {
-                size_t i;
-                int64_t n;
-
-                for (i = 0; i < ELEMENTSOF(limit_fields); i++)
-                        if (streq(k, limit_fields[i].name))
-                                break;
-                if (i >= ELEMENTSOF(limit_fields))
-                        return refuse_unknown_key(k, "in limits", ret_error);
-                /* Integers only: json-c saturates what does not fit in 64 bits, which is still > max. */
-                n = json_object_is_type(val, json_type_int) ? json_object_get_int64(val) : 0;
-                if (n < 1 || (uint64_t) n > limit_fields[i].max)
-                        return refuse(ret_error, "%s.%s: must be an integer between 1 and %" PRIu64, field,
-                                      k, limit_fields[i].max);
-                *(uint64_t *) ((char *) &l + limit_fields[i].offset) = (uint64_t) n;
-        }
+        r = json_dispatch(v, field, limit_fields, &l, ret_error);
+        if (r < 0)
+                return r;
         s->limits = l;
         return 0;
 }
 
 /* The shape only: an array of objects. Each entry's fields are the broker's to judge (broker-config.c),
  * which the supervisor does before anything runs, so a bad credential is still a refusal. */
-static int parse_credentials(json_object *v, const char *field, JobSpec *s, char **ret_error) {
+static int parse_credentials(json_object *v, const char *field, void *userdata, char **ret_error) {
+        JobSpec *s = userdata;
+
         if (!json_object_is_type(v, json_type_array) || json_object_array_length(v) == 0 ||
             json_object_array_length(v) > JOB_SPEC_CREDENTIALS_MAX)
                 return refuse(ret_error, "%s: must be an array of 1 to %d credentials", field,
@@ -320,7 +273,8 @@ static int parse_credentials(json_object *v, const char *field, JobSpec *s, char
         return 0;
 }
 
-static int parse_sandbox(json_object *v, const char *field, JobSpec *s, char **ret_error) {
+static int parse_sandbox(json_object *v, const char *field, void *userdata, char **ret_error) {
+        JobSpec *s = userdata;
         SandboxBlock b;
         int r;
 
@@ -332,60 +286,51 @@ static int parse_sandbox(json_object *v, const char *field, JobSpec *s, char **r
         return 0;
 }
 
-/* Known keys are named "FIELD.KEY" in refusals, unknown ones "in FIELD" (where). */
-static int sandbox_parse_key(SandboxBlock *b, const char *field, const char *where, const char *k,
-                             json_object *v, char **ret_error) {
-        char elem[128];
+static int sandbox_overrides(json_object *v, const char *field, void *userdata, char **ret_error) {
+        SandboxBlock *b = userdata;
+
+        json_object_put(b->overrides);
+        b->overrides = json_object_get(v);
+        return 0;
+}
+
+/* Host names are compared lowercase everywhere after this. */
+static int sandbox_allow_hosts(json_object *v, const char *field, void *userdata, char **ret_error) {
+        SandboxBlock *b = userdata;
         char **l;
         int r;
 
-        snprintf(elem, sizeof elem, "%s.%s", field, k);
-        if (streq(k, "profile"))
-                return dup_string(v, elem, check_name, &b->profile, ret_error);
-        if (streq(k, "backend"))
-                return dup_string(v, elem, check_name, &b->backend, ret_error);
-        if (streq(k, "tier"))
-                return dup_string(v, elem, check_name, &b->tier, ret_error);
-        if (streq(k, "overrides")) {
-                if (!json_object_is_type(v, json_type_object))
-                        return refuse(ret_error, "%s: must be an object", elem);
-                b->overrides = json_object_get(v);
-                return 0;
-        }
-        if (streq(k, "allow_hosts")) {
-                r = dup_string_array(v, elem, JOB_SPEC_ALLOW_HOSTS_MAX, check_host, &l, ret_error);
-                if (r < 0)
-                        return r;
-                for (char **h = l; *h; h++)
-                        for (char *c = *h; *c; c++)
-                                if (*c >= 'A' && *c <= 'Z')
-                                        *c += 'a' - 'A';
-                strv_free(b->allow_hosts);
-                b->allow_hosts = l;
-                return 0;
-        }
-        return refuse_unknown_key(k, where, ret_error);
+        r = dup_string_array(v, field, JOB_SPEC_ALLOW_HOSTS_MAX, check_host, &l, ret_error);
+        if (r < 0)
+                return r;
+        for (char **h = l; *h; h++)
+                for (char *c = *h; *c; c++)
+                        if (*c >= 'A' && *c <= 'Z')
+                                *c += 'a' - 'A';
+        strv_free(b->allow_hosts);
+        b->allow_hosts = l;
+        return 0;
 }
+
+static const JsonField sandbox_fields[] = {
+        { "profile",     JSON_STRING, .offset = offsetof(SandboxBlock, profile), .check = check_name },
+        { "backend",     JSON_STRING, .offset = offsetof(SandboxBlock, backend), .check = check_name },
+        { "tier",        JSON_STRING, .offset = offsetof(SandboxBlock, tier),    .check = check_name },
+        { "overrides",   JSON_OBJECT, .callback = sandbox_overrides },
+        { "allow_hosts", JSON_ANY,    .callback = sandbox_allow_hosts },
+        {}
+};
 
 int sandbox_block_from_json(json_object *o, const char *field, SandboxBlock *ret, char **ret_error) {
         _cleanup_(sandbox_block_done) SandboxBlock b = {};
-        _cleanup_free_ char *where = NULL;
         int r;
 
-        if (!field)
-                field = "sandbox";
-        if (!json_object_is_type(o, json_type_object))
-                return refuse(ret_error, "%s: must be an object", field);
-        if (asprintf(&where, "in %s", field) < 0)
-                return -ENOMEM;
         b.allow_hosts = calloc(1, sizeof(char *));
         if (!b.allow_hosts)
                 return -ENOMEM;
-        json_object_object_foreach(o, k, v) {
-                r = sandbox_parse_key(&b, field, where, k, v, ret_error);
-                if (r < 0)
-                        return r;
-        }
+        r = json_dispatch(o, field ?: "sandbox", sandbox_fields, &b, ret_error);
+        if (r < 0)
+                return r;
         *ret = b;
         b = (SandboxBlock) {};
         return 0;
@@ -437,21 +382,20 @@ static JobSpec *job_spec_new(void) {
         return TAKE_PTR(s);
 }
 
-static const struct {
-        const char *name;
-        int (*parse)(json_object *v, const char *field, JobSpec *s, char **ret_error);
-        bool required;
-} top_fields[] = {
-        { "job_id",   parse_job_id,   true },
-        { "tenant",   parse_tenant,   true },
-        { "command",  parse_command,  true },
-        { "env",      parse_env,      false },
-        { "checkout", parse_checkout, false },
-        { "bundle",   parse_bundle,   false },
-        { "sandbox",  parse_sandbox,  false },
-        { "limits",   parse_limits,   false },
-        { "outputs",  parse_outputs,  false },
-        { "credentials", parse_credentials, false },
+static const JsonField top_fields[] = {
+        { "job_id",      JSON_STRING, .offset = offsetof(JobSpec, job_id),   .flags = JSON_MANDATORY,
+          .check = check_job_id },
+        { "tenant",      JSON_STRING, .offset = offsetof(JobSpec, tenant),   .flags = JSON_MANDATORY,
+          .check = check_tenant },
+        { "command",     JSON_ANY,    .callback = parse_command,             .flags = JSON_MANDATORY },
+        { "env",         JSON_ANY,    .callback = parse_env },
+        { "checkout",    JSON_STRING, .offset = offsetof(JobSpec, checkout), .check = check_checkout },
+        { "bundle",      JSON_STRING, .offset = offsetof(JobSpec, bundle),   .check = check_checkout },
+        { "sandbox",     JSON_ANY,    .callback = parse_sandbox },
+        { "limits",      JSON_OBJECT, .callback = parse_limits },
+        { "outputs",     JSON_ANY,    .callback = parse_outputs },
+        { "credentials", JSON_ANY,    .callback = parse_credentials },
+        {}
 };
 
 int job_spec_parse(const char *buf, size_t len, JobSpec **ret, char **ret_error) {
@@ -464,27 +408,12 @@ int job_spec_parse(const char *buf, size_t len, JobSpec **ret, char **ret_error)
         r = json_parse_strict(buf, len, JSON_STRICT_MAX_BYTES, JSON_STRICT_MAX_DEPTH, &o, ret_error);
         if (r < 0)
                 return r;
-        if (!json_object_is_type(o, json_type_object))
-                return refuse(ret_error, "top level: must be an object");
         s = job_spec_new();
         if (!s)
                 return -ENOMEM;
-
-        json_object_object_foreach(o, k, v) {
-                size_t i;
-
-                for (i = 0; i < ELEMENTSOF(top_fields); i++)
-                        if (streq(k, top_fields[i].name))
-                                break;
-                if (i >= ELEMENTSOF(top_fields))
-                        return refuse_unknown_key(k, "at top level", ret_error);
-                r = top_fields[i].parse(v, top_fields[i].name, s, ret_error);
-                if (r < 0)
-                        return r;
-        }
-        for (size_t i = 0; i < ELEMENTSOF(top_fields); i++)
-                if (top_fields[i].required && !json_object_object_get_ex(o, top_fields[i].name, NULL))
-                        return refuse(ret_error, "%s: missing (required)", top_fields[i].name);
+        r = json_dispatch(o, NULL, top_fields, s, ret_error);
+        if (r < 0)
+                return r;
 
         if (s->checkout && s->bundle)
                 return refuse(ret_error, "bundle: not together with checkout (the bundle is the checkout)");

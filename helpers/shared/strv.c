@@ -28,6 +28,11 @@ int strv_build(char ***ret, ...) {
         return 0;
 }
 
+char **strv_free(char **l) {
+        strv_freep(&l);
+        return NULL;
+}
+
 int strv_push(char ***l, char *v) {
         size_t n = strv_length(*l);
         char **nl;

@@ -7,3 +7,5 @@
 int strv_build(char ***ret, ...);
 /* Appends v (taking it, also on failure) to *l, which may be NULL. */
 int strv_push(char ***l, char *v);
+/* Frees every string and the vector; NULL is fine. Returns NULL. */
+char **strv_free(char **l);

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include "fileio.h"
+#include "json-util.h"
 #include "macro.h"
 #include "oci.h"
 #include "runtime.h"
@@ -90,12 +91,6 @@ TEST_F(kata_dir, prefers_firecracker) {
         ASSERT_STREQ("pond-x", argv[strv_length(argv) - 1]);
 }
 
-static json_object *jget(json_object *o, const char *k) {
-        json_object *v = NULL;
-        json_object_object_get_ex(o, k, &v);
-        return v;
-}
-
 TEST(config_sizes_the_vm_and_keeps_confinement) {
         char *cmd[] = { (char *) "true", NULL }, *none[] = { NULL };
         ResolvedPolicy r = { .profile = (char *) "untrusted-code-write", .backend = (char *) "kata",
@@ -112,13 +107,14 @@ TEST(config_sizes_the_vm_and_keeps_confinement) {
         ASSERT_TRUE(sc != NULL);
         ASSERT_OK(oci_config_build(&r, &s, sc, &p, &c));
         ASSERT_OK(runtime_kata.adjust_config(&r, c));
-        a = jget(c, "annotations");
-        ASSERT_STREQ("1536", json_object_get_string(jget(a, "io.katacontainers.config.hypervisor.default_memory")));
-        ASSERT_STREQ("2", json_object_get_string(jget(a, "io.katacontainers.config.hypervisor.default_vcpus")));
-        ASSERT_STREQ("false", json_object_get_string(jget(a, "io.katacontainers.config.runtime.disable_guest_seccomp")));
-        ASSERT_TRUE(jget(jget(c, "linux"), "seccomp") != NULL);
-        ASSERT_TRUE(json_object_get_boolean(jget(jget(c, "process"), "noNewPrivileges")));
-        ASSERT_EQ(0, json_object_array_length(jget(jget(jget(c, "process"), "capabilities"), "bounding")));
+        a = json_get(c, "annotations");
+        ASSERT_STREQ("1536", json_get_str(a, "io.katacontainers.config.hypervisor.default_memory"));
+        ASSERT_STREQ("2", json_get_str(a, "io.katacontainers.config.hypervisor.default_vcpus"));
+        ASSERT_STREQ("false", json_get_str(a, "io.katacontainers.config.runtime.disable_guest_seccomp"));
+        ASSERT_TRUE(json_get(json_get(c, "linux"), "seccomp") != NULL);
+        ASSERT_TRUE(json_get_true(json_get(c, "process"), "noNewPrivileges"));
+        ASSERT_EQ(0, json_object_array_length(json_get(json_get(json_get(c, "process"), "capabilities"),
+                                                       "bounding")));
 }
 
 TEST_MAIN()

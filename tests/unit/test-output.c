@@ -5,16 +5,11 @@
 #include <sys/stat.h>
 
 #include "fileio.h"
+#include "json-util.h"
 #include "hash.h"
 #include "macro.h"
 #include "output.h"
 #include "tests.h"
-
-static json_object *field(json_object *o, const char *k) {
-        json_object *v = NULL;
-        json_object_object_get_ex(o, k, &v);
-        return v;
-}
 
 TEST(chunks_cap_and_stats) {
         char dir[] = "/tmp/pond-test-output.XXXXXX";
@@ -42,14 +37,14 @@ TEST(chunks_cap_and_stats) {
         ASSERT_TRUE(strncmp(index, "1 stdout 0 6 ", 13) == 0);
         ASSERT_CONTAINS("\n2 stderr 0 4 ", index);
         ASSERT_TRUE(strstr(index, "\n3 ") == NULL);
-        ASSERT_EQ(11, json_object_get_int64(field(stats, "stdout_bytes")));
-        ASSERT_EQ(4, json_object_get_int64(field(stats, "stderr_bytes")));
-        ASSERT_EQ(10, json_object_get_int64(field(stats, "kept_bytes")));
-        ASSERT_EQ(5, json_object_get_int64(field(stats, "dropped_bytes")));
-        ASSERT_TRUE(json_object_get_boolean(field(stats, "truncated")));
-        ASSERT_EQ(2, json_object_get_int64(field(stats, "chunks")));
+        ASSERT_EQ(11, json_object_get_int64(json_get(stats, "stdout_bytes")));
+        ASSERT_EQ(4, json_object_get_int64(json_get(stats, "stderr_bytes")));
+        ASSERT_EQ(10, json_object_get_int64(json_get(stats, "kept_bytes")));
+        ASSERT_EQ(5, json_object_get_int64(json_get(stats, "dropped_bytes")));
+        ASSERT_TRUE(json_object_get_boolean(json_get(stats, "truncated")));
+        ASSERT_EQ(2, json_object_get_int64(json_get(stats, "chunks")));
         sha256_hex("hello ", 6, hex);
-        ASSERT_STREQ(hex, json_object_get_string(field(stats, "stdout_sha256")));
+        ASSERT_STREQ(hex, json_object_get_string(json_get(stats, "stdout_sha256")));
         ASSERT_OK(rm_rf_at(AT_FDCWD, dir));
 }
 
@@ -68,7 +63,7 @@ TEST(partial_chunk_at_the_cap) {
         output_log_close(&l);
         ASSERT_OK(read_full_file_at(dfd, "stdout", 1024, &out, NULL));
         ASSERT_STREQ("abcd", out);
-        ASSERT_EQ(4, json_object_get_int64(field(stats, "dropped_bytes")));
+        ASSERT_EQ(4, json_object_get_int64(json_get(stats, "dropped_bytes")));
         ASSERT_OK(rm_rf_at(AT_FDCWD, dir));
 }
 

@@ -5,10 +5,12 @@
 #include <string.h>
 
 #include "config.h"
+#include "dirs.h"
 #include "errmsg.h"
 #include "hash.h"
 #include "log.h"
 #include "net.h"
+#include "string-util.h"
 
 static const char *pool(void) {
         return getenv("POND_NET_POOL") ?: POND_NET_POOL;
@@ -31,17 +33,20 @@ void job_net_names(const char *job_id, JobNet *ret) {
         snprintf(ret->table, sizeof ret->table, "pond_%.12s", hex);
 }
 
-static const char *nft_template(void) {
-        return getenv("POND_NFT_TEMPLATE") ?: POND_NFTDIR "/job.nft";
+/* $POND_NFT_TEMPLATE (tests) or job.nft in the template directory; NULL without memory. */
+static char *nft_template(void) {
+        const char *t = getenv("POND_NFT_TEMPLATE");
+
+        return t ? strdup(t) : path_join(pond_dir(POND_DIR_NFT), "job.nft");
 }
 
 int job_net_setup(const char *job_id, const char *rundir, const uint16_t *ports, size_t n_ports, JobNet *ret,
                   char **ret_error) {
-        _cleanup_free_ char *leases = lease_dir(rundir);
+        _cleanup_free_ char *leases = lease_dir(rundir), *template = nft_template();
         JobNet n;
         int r;
 
-        if (!leases)
+        if (!leases || !template)
                 return -ENOMEM;
         job_net_names(job_id, &n);
         r = net_lease_acquire(leases, pool(), job_id, &n.lease);
@@ -58,7 +63,7 @@ int job_net_setup(const char *job_id, const char *rundir, const uint16_t *ports,
                 goto fail;
         }
         /* The rules go in before anything runs; without them the job does not run at all. */
-        r = nft_job_load(nft_template(), &n, ports, n_ports, ret_error);
+        r = nft_job_load(template, &n, ports, n_ports, ret_error);
         if (r < 0)
                 goto fail;
         *ret = n;

@@ -9,10 +9,7 @@
 #include "log.h"
 #include "net.h"
 
-static void nft_ctx_freep(struct nft_ctx **c) {
-        if (*c)
-                nft_ctx_free(*c);
-}
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct nft_ctx *, nft_ctx_free);
 
 /* Replaces every @KEY@ in *text by value (keys and values are pond's own, never job input). */
 static int substitute(char **text, const char *key, const char *value) {

@@ -59,11 +59,6 @@ static void *mfree(void *p) {
         return NULL;
 }
 
-static void sodium_freep(uint8_t **p) {
-        if (*p)
-                sodium_free(*p);
-}
-
 static void sha_hex(crypto_hash_sha256_state *sha, char ret[SHA256_HEX_SIZE]) {
         uint8_t d[SHA256_SIZE];
 
@@ -104,7 +99,7 @@ static int sealer_emit(BundleSealer *s, uint8_t tag) {
 
 /* The header: magic, sealed key, stream header; also kept as the first chunk's additional data. */
 static int sealer_start(BundleSealer *s, const uint8_t *pk, const char *job_id) {
-        __attribute__((cleanup(sodium_freep))) uint8_t *key = NULL;
+        _cleanup_sodium_ uint8_t *key = NULL;
         _cleanup_free_ uint8_t *sealed = NULL;
         size_t sealed_len;
         int r;
@@ -194,13 +189,12 @@ int bundle_encrypt_fd(int in_fd, int out_fd, const uint8_t worker_pk[KEY_SEAL_PU
         if (r < 0)
                 return r;
         for (;;) {
-                ssize_t n = read(in_fd, buf, BUNDLE_CHUNK_SIZE);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return negative_errno();
-                if (n == 0)
+                ssize_t n = loop_read(in_fd, buf, BUNDLE_CHUNK_SIZE);
+                if (n <= 0) {
+                        if (n < 0)
+                                return (int) n;
                         break;
+                }
                 r = bundle_sealer_write(s, buf, (size_t) n);
                 if (r < 0)
                         return r;
@@ -270,7 +264,7 @@ static int opener_read_header(BundleOpener *o, uint8_t *first, char **ret_error)
 
 static int opener_start(BundleOpener *o, const uint8_t *pk, const uint8_t *sk, const char *job_id,
                         char **ret_error) {
-        __attribute__((cleanup(sodium_freep))) uint8_t *key = NULL;
+        _cleanup_sodium_ uint8_t *key = NULL;
         uint8_t first[BUNDLE_MAGIC_SIZE + 4];
         size_t key_len = 0;
         int r;

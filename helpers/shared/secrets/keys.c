@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "fileio.h"
 #include "hash.h"
 #include "keys.h"
 
@@ -117,7 +118,8 @@ int keys_generate(const char *dir) {
 static int key_read_text(const char *path, bool secret, char text[KEY_TEXT_MAX]) {
         _cleanup_close_ int fd = -EBADF;
         struct stat st;
-        size_t len = 0;
+        ssize_t n;
+        size_t len;
 
         fd = open(path, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
         if (fd < 0)
@@ -128,18 +130,12 @@ static int key_read_text(const char *path, bool secret, char text[KEY_TEXT_MAX])
                 return -EBADFD;
         if (secret && (st.st_mode & 0077))
                 return -EPERM;
-        for (;;) {
-                ssize_t n = read(fd, text + len, KEY_TEXT_MAX - 1 - len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return negative_errno();
-                if (n == 0)
-                        break;
-                len += (size_t) n;
-                if (len >= KEY_TEXT_MAX - 1)
-                        return -EBADMSG;
-        }
+        n = loop_read(fd, text, KEY_TEXT_MAX - 1);
+        if (n < 0)
+                return (int) n;
+        len = (size_t) n;
+        if (len >= KEY_TEXT_MAX - 1)
+                return -EBADMSG;
         text[len] = 0;
         if (len > 0 && text[len - 1] == '\n')
                 text[--len] = 0;

@@ -42,7 +42,9 @@ void key_fingerprint(const uint8_t *pk, size_t len, char ret[KEY_FINGERPRINT_SIZ
 
 /* sodium_free() (which wipes) of a key from key_load_secret(); NULL is fine. */
 void secret_free(uint8_t *key);
-static inline void secret_freep(uint8_t **key) {
-        secret_free(*key);
+/* The one cleanup helper for anything sodium_malloc'd (keys, plaintexts, buffers): wiped and freed. */
+static inline void sodium_freep(void *p) {
+        secret_free(*(uint8_t **) p);
 }
-#define _cleanup_secret_ _cleanup_(secret_freep)
+#define _cleanup_sodium_ _cleanup_(sodium_freep)
+#define _cleanup_secret_ _cleanup_sodium_

@@ -7,12 +7,6 @@
 #include "jobid.h"
 #include "seal.h"
 
-static void sodium_freep(uint8_t **p) {
-        if (*p)
-                sodium_free(*p);
-}
-#define _cleanup_sodium_ _cleanup_(sodium_freep)
-
 int seal_bound(const uint8_t worker_pk[KEY_SEAL_PUBLIC_SIZE], SealKind kind, const char *job_id,
                const uint8_t *secret, size_t len, uint8_t **ret_sealed, size_t *ret_sealed_len) {
         _cleanup_sodium_ uint8_t *plain = NULL;
