@@ -319,7 +319,7 @@ static int parse_credentials(json_object *a, BrokerConfig *c, char **ret_error) 
 
 static int parse_top(json_object *o, BrokerConfig *c, char **ret_error) {
         static const char *const keys[] = { "job_id", "listen", "max_cost_cents", "prices", "credentials",
-                                            "limits", NULL };
+                                            "limits", "stats_file", NULL };
         json_object *creds, *limits;
         int r;
 
@@ -338,6 +338,10 @@ static int parse_top(json_object *o, BrokerConfig *c, char **ret_error) {
                 r = error_set(ret_error, -EINVAL, "'max_cost_cents' is required (0..100000000).");
         if (r >= 0)
                 r = get_string(o, "prices", true, 4096, &c->prices, ret_error);
+        if (r >= 0)
+                r = get_string(o, "stats_file", false, 4096, &c->stats_file, ret_error);
+        if (r > 0 && c->stats_file[0] != '/')
+                r = error_set(ret_error, -EINVAL, "'stats_file' must be an absolute path.");
         if (r >= 0)
                 r = get_object(o, "limits", json_type_object, false, &limits, ret_error);
         if (r > 0)
@@ -403,6 +407,7 @@ void broker_config_done(BrokerConfig *c) {
         free(c->job_id);
         free(c->listen);
         free(c->prices);
+        free(c->stats_file);
         for (size_t i = 0; i < c->n_credentials; i++)
                 credential_done(&c->credentials[i]);
         *c = (BrokerConfig) {};
