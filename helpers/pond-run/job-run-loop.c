@@ -142,7 +142,10 @@ static int add_sources(Loop *l) {
                 r = sd_event_add_signal(e, NULL, SIGTERM, on_cancel, l);
         if (r >= 0)
                 r = sd_event_add_signal(e, NULL, SIGINT, on_cancel, l);
-        /* The sidecars' units' signals (job-sidecar.c) are dispatched from here. */
+        /* The sidecars' units' signals (job-sidecar.c) are dispatched from here. The bus outlives the
+         * loop (the teardown stops units over it): not closed when the loop exits. */
+        if (r >= 0)
+                r = sd_bus_set_close_on_exit(j->bus, false);
         if (r >= 0)
                 r = sd_bus_attach_event(j->bus, e, SD_EVENT_PRIORITY_NORMAL);
         return r;
