@@ -134,10 +134,6 @@ static int load_test_secret(BrokerConfig *config, const char *spec) {
         return 0;
 }
 
-/* The real secrets. Production: each credential's "sealed" blob is opened here with the worker's seal key
- * (unseal_credential() from seal.h, keys from $CREDENTIALS_DIRECTORY) and handed to
- * broker_credential_set_secret(); that call is wired by the supervisor integration. Until then a
- * credential without a secret refuses the start (fail closed). */
 /* Each credential's sealed blob, opened with the worker's X25519 key for exactly this job: a blob sealed
  * for another job or another worker, or altered, is refused and the broker does not start. */
 static int unseal_secrets(BrokerConfig *config) {
