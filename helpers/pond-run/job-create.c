@@ -105,24 +105,25 @@ static int wait_create(JobRuntime *rt) {
         return 0;
 }
 
-static const char *bound_service(const Job *j, char **buf) {
+/* The scope is bound to the job's service when pond-run runs in it (not when run by hand: tests, demo). */
+static const char *bound_service(const Job *j) {
         _cleanup_free_ char *unit = NULL;
 
-        if (sd_pid_get_unit(0, &unit) < 0 || asprintf(buf, "pond-job@%s.service", j->paths.id) < 0)
+        if (sd_pid_get_unit(0, &unit) < 0 || !streq(unit, j->paths.service))
                 return NULL;
-        return streq(unit, *buf) ? *buf : NULL;
+        return j->paths.service;
 }
 
 /* The scope around the waiting child, exactly where the bundle says the payload's cgroup is. */
 static int start_scope(Job *j) {
         const ResolvedPolicy *res = j->input.resolved;
         ScopeLimits limits = { res->memory_bytes, res->cpus_milli, res->pids_limit };
-        _cleanup_free_ char *bound = NULL, *desc = NULL;
+        _cleanup_free_ char *desc = NULL;
         int r;
 
         if (asprintf(&desc, "pond job %s payload", j->paths.id) < 0)
                 return -ENOMEM;
-        r = scope_start(j->bus, j->paths.scope, j->runtime.create_pid, &limits, bound_service(j, &bound), desc);
+        r = scope_start(j->bus, j->paths.scope, j->runtime.create_pid, &limits, bound_service(j), desc);
         if (r < 0)
                 return log_error_errno(r, "Cannot create the transient scope %s: %m", j->paths.scope);
         r = unit_cgroup_path(j->bus, j->paths.scope, &j->runtime.scope_cgroup);

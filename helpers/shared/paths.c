@@ -65,6 +65,7 @@ int job_paths_init(JobPaths *p, const char *id) {
             !(p->rundir = strdup(rundir())) || !(p->id = strdup(id)) ||
             asprintf(&p->bundle, "%s/jobs/%s/bundle", rundir(), id) < 0 ||
             asprintf(&p->runtime_root, "%s/runtime", rundir()) < 0 ||
+            asprintf(&p->service, "pond-job@%s.service", id) < 0 ||
             asprintf(&p->scope, "pond-%s.scope", id) < 0 ||
             asprintf(&p->scope_cgroup, "/" POND_SLICE "/pond-%s.scope", id) < 0 ||
             asprintf(&p->container, "pond-%s", id) < 0)
@@ -100,6 +101,7 @@ void job_paths_done(JobPaths *p) {
         free(p->id);
         free(p->bundle);
         free(p->runtime_root);
+        free(p->service);
         free(p->scope);
         free(p->scope_cgroup);
         free(p->container);

@@ -34,6 +34,7 @@ typedef struct JobPaths {
         char *run;         /* RUNDIR/jobs/ID: staging, rootfs, bundle; removed afterwards */
         char *bundle;      /* run/bundle */
         char *runtime_root;/* RUNDIR/runtime: the runtimes' state, pond's own */
+        char *service;     /* pond-job@ID.service: the supervisor's unit */
         char *scope;       /* pond-ID.scope */
         char *scope_cgroup;/* /pond.slice/pond-ID.scope: where systemd puts it (checked) */
         char *container;   /* pond-ID */
