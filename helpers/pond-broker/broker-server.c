@@ -97,7 +97,7 @@ static int on_ceiling(sd_event_source *es, int fd, uint32_t revents, void *userd
         if (r < 0)
                 log_warning_errno(r, "Failed to write the stats file: %m");
         pthread_mutex_lock(&s->lock);
-        (void) sd_notifyf(false, "STATUS=cost ceiling reached: %s", s->stats.ceiling_reason);
+        (void) sd_notifyf(false, "STATUS=" BROKER_STATUS_CEILING ": %s", s->stats.ceiling_reason);
         pthread_mutex_unlock(&s->lock);
         (void) sd_event_source_set_enabled(es, SD_EVENT_OFF);
         r = sd_event_now(sd_event_source_get_event(es), CLOCK_MONOTONIC, &now);

@@ -7,9 +7,6 @@
 #include "broker-config.h"
 #include "broker-price.h"
 
-/* Exit status of pond-broker when the job reached max_cost_cents: the supervisor cancels the job. */
-#define BROKER_EXIT_CEILING 3
-
 typedef struct BrokerOptions {
         const BrokerConfig *config;     /* every credential with its secret */
         const BrokerPrices *prices;

@@ -30,7 +30,7 @@ static void help(void) {
                "The per-job model-API credential broker of pond. Normally started by pond-broker@ID.service.\n\n"
                "  --config FILE           the job's broker configuration (JSON, docs/broker.md)\n"
                "  --ca-file FILE          trust only these CA certificates upstream (default: system store)\n"
-               "  --stats-file FILE       JSON totals, written atomically at the ceiling and at exit\n"
+               "  --stats-file FILE       JSON totals at the ceiling and at exit (overrides stats_file)\n"
                "  --key-dir DIR           the worker's seal.key/seal.pub, to open the sealed credentials\n"
                "  --ceiling-grace S       keep answering 402 this long after the cost ceiling (default 10)\n"
                "  --secret NAME=FILE      TEST ONLY (needs POND_BROKER_TEST=1): the real key from a file\n"
@@ -134,10 +134,6 @@ static int load_test_secret(BrokerConfig *config, const char *spec) {
         return 0;
 }
 
-/* The real secrets. Production: each credential's "sealed" blob is opened here with the worker's seal key
- * (unseal_credential() from seal.h, keys from $CREDENTIALS_DIRECTORY) and handed to
- * broker_credential_set_secret(); that call is wired by the supervisor integration. Until then a
- * credential without a secret refuses the start (fail closed). */
 /* Each credential's sealed blob, opened with the worker's X25519 key for exactly this job: a blob sealed
  * for another job or another worker, or altered, is refused and the broker does not start. */
 static int unseal_secrets(BrokerConfig *config) {
@@ -191,7 +187,7 @@ static int load_secrets(BrokerConfig *config) {
 static int run(BrokerConfig *config, BrokerPrices *prices) {
         _cleanup_free_ char *error = NULL;
         BrokerOptions o = { .config = config, .prices = prices, .ca_file = arg_ca_file,
-                            .stats_file = arg_stats_file, .ceiling_grace_sec = arg_ceiling_grace };
+                            .ceiling_grace_sec = arg_ceiling_grace };
         int r;
 
         if (sodium_init() < 0)
@@ -199,6 +195,7 @@ static int run(BrokerConfig *config, BrokerPrices *prices) {
         r = broker_config_load(arg_config_file, config, &error);
         if (r < 0)
                 return log_error_errno(r, "%s", error ?: "Failed to load the configuration.");
+        o.stats_file = arg_stats_file ?: config->stats_file;
         r = broker_prices_load(config->prices, prices, &error);
         if (r < 0)
                 return log_error_errno(r, "%s", error ?: "Failed to load the price table.");

@@ -49,6 +49,10 @@ static const char *check_job_id(const char *s) {
         return job_id_is_valid(s) ? NULL : "is not a valid job id";
 }
 
+static const char *check_absolute_path(const char *s) {
+        return s[0] == '/' ? NULL : "must be an absolute path";
+}
+
 static const char *check_dummy_key(const char *s) {
         if (strlen(s) < 16 || !broker_key_is_valid(s, strlen(s)))
                 return "must be 16.." STRINGIFY(BROKER_KEY_MAX) " printable ASCII bytes, no spaces";
@@ -289,6 +293,8 @@ static const JsonField top_fields[] = {
         { "prices",         JSON_STRING, .offset = offsetof(BrokerConfig, prices),
           .flags = JSON_MANDATORY | JSON_NULLABLE, .max = 4096 },
         { "limits",         JSON_OBJECT, .callback = parse_limits, .flags = JSON_NULLABLE },
+        { "stats_file",     JSON_STRING, .offset = offsetof(BrokerConfig, stats_file), .flags = JSON_NULLABLE,
+          .max = 4096, .check = check_absolute_path },
         { "credentials",    JSON_ARRAY,  .callback = parse_credentials,
           .flags = JSON_MANDATORY | JSON_NULLABLE, .min = 1, .max = BROKER_CREDENTIALS_MAX },
         {}
@@ -348,6 +354,7 @@ void broker_config_done(BrokerConfig *c) {
         free(c->job_id);
         free(c->listen);
         free(c->prices);
+        free(c->stats_file);
         for (size_t i = 0; i < c->n_credentials; i++)
                 credential_done(&c->credentials[i]);
         *c = (BrokerConfig) {};

@@ -15,6 +15,12 @@
 #define BROKER_PATH_MAX 256
 #define BROKER_CONFIG_MAX_BYTES (256 * 1024)
 
+/* How the broker tells its supervisor that the job's budget is spent: at once its unit's status text
+ * (sd_notify STATUS=) starts with BROKER_STATUS_CEILING, and after the grace period it exits with
+ * BROKER_EXIT_CEILING. */
+#define BROKER_STATUS_CEILING "cost ceiling reached"
+#define BROKER_EXIT_CEILING 3
+
 typedef enum BrokerMethod {
         BROKER_METHOD_GET,
         BROKER_METHOD_POST,
@@ -56,6 +62,7 @@ typedef struct BrokerConfig {
         char *listen;           /* ADDR:PORT; NULL: a socket from systemd */
         uint64_t max_cost_cents;
         char *prices;           /* path of the price table */
+        char *stats_file;       /* absolute path of the totals written at the ceiling and at exit, or NULL */
         uint64_t max_request_bytes;
         uint64_t max_response_bytes;
         unsigned timeout_sec;   /* per upstream request, total */

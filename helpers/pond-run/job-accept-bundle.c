@@ -1,4 +1,4 @@
-/* supervise-bundle.c: jobs whose source arrives as an encrypted bundle. Before anything runs, the
+/* job-accept-bundle.c: jobs whose source arrives as an encrypted bundle. Before anything runs, the
  * supervisor opens the bundle with the worker's sealing key (a systemd credential) for exactly this job,
  * decrypting while extracting into a fresh private checkout under the job's spool; the checkout is then
  * staged like any other, and the job's input_sha is the hash of the bundle exactly as issued. A bundle
@@ -12,8 +12,8 @@
 #include "config.h"
 #include "fileio.h"
 #include "keys.h"
+#include "job.h"
 #include "log.h"
-#include "supervise-launch.h"
 
 static int load_seal_keys(uint8_t **ret_sk, uint8_t pk[KEY_SEAL_PUBLIC_SIZE]) {
         _cleanup_free_ char *skp = job_worker_key_path("seal.key"), *pkp = job_worker_key_path("seal.pub");
@@ -30,28 +30,24 @@ static int load_seal_keys(uint8_t **ret_sk, uint8_t pk[KEY_SEAL_PUBLIC_SIZE]) {
         return 0;
 }
 
-char *job_bundle_checkout(const JobPaths *p) {
-        char *d = NULL;
-        return asprintf(&d, "%s/checkout", p->spool) < 0 ? NULL : d;
-}
-
-int job_bundle_extract(Job *j, char **ret_error) {
-        _cleanup_free_ char *dest = job_bundle_checkout(&j->paths), *err = NULL;
+int job_accept_bundle(Job *j, char **ret_error) {
+        _cleanup_free_ char *dest = strdup(j->paths.checkout), *err = NULL;
+        JobSpec *spec = j->input.spec;
         _cleanup_close_ int bfd = -EBADF, dfd = -EBADF;
         _cleanup_secret_ uint8_t *sk = NULL;
         uint8_t pk[KEY_SEAL_PUBLIC_SIZE];
         int r;
 
-        if (!j->spec->bundle)
+        if (!spec->bundle)
                 return 0;
         if (!dest)
                 return -ENOMEM;
         r = load_seal_keys(&sk, pk);
         if (r < 0)
                 return error_set(ret_error, r, "bundle: this worker's sealing key is not available");
-        bfd = open(j->spec->bundle, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+        bfd = open(spec->bundle, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
         if (bfd < 0)
-                return error_set(ret_error, -errno, "bundle: cannot open %s: %s", j->spec->bundle, strerror(errno));
+                return error_set(ret_error, -errno, "bundle: cannot open %s: %s", spec->bundle, strerror(errno));
         /* A leftover from an earlier, interrupted run of this job is never reused. */
         (void) rm_rf_at(AT_FDCWD, dest);
         if (mkdir(dest, 0700) < 0)
@@ -60,14 +56,15 @@ int job_bundle_extract(Job *j, char **ret_error) {
         if (dfd < 0)
                 r = -errno;
         else
-                r = bundle_extract(bfd, pk, sk, j->id, dfd, NULL, j->input.hex, &err);
+                r = bundle_extract(bfd, pk, sk, j->paths.id, dfd, NULL, j->input_hash.hex, &err);
         if (r < 0) {
-                j->input.hex[0] = 0;
+                j->input_hash.hex[0] = 0;
                 (void) rm_rf_at(AT_FDCWD, dest);
                 return error_set(ret_error, r, "bundle: refused: %s", err ?: strerror(-r));
         }
-        j->input.fixed = true;
-        free(j->spec->checkout);
-        j->spec->checkout = TAKE_PTR(dest);
+        /* input_sha is the hash of the bundle exactly as issued, known now. */
+        job_input_hash_fix(&j->input_hash);
+        free(spec->checkout);
+        spec->checkout = TAKE_PTR(dest);
         return 0;
 }

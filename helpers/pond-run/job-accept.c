@@ -1,0 +1,96 @@
+/* job-accept.c: step 1 of the design: read the spec as issued, parse it strictly, resolve the policy, find
+ * the backend, open a bundle's source, check the sidecars' configurations, look up a directory image. Every
+ * failure here is a refusal with a reason, and nothing has run. */
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "fileio.h"
+#include "job.h"
+#include "log.h"
+
+#define SPEC_MAX (1024 * 1024)
+
+static int read_spec(Job *j) {
+        _cleanup_free_ char *path = NULL, *err = NULL;
+        JobInput *in = &j->input;
+        int r;
+
+        if (asprintf(&path, "%s/%s/result.json", j->paths.results, j->paths.id) < 0)
+                return -ENOMEM;
+        if (access(path, F_OK) == 0)
+                return job_fail(j, -EEXIST, "job_id: a result for this id exists already (ids are never reused)");
+        free(path);
+        if (asprintf(&path, "%s/job.json", j->paths.spool) < 0)
+                return -ENOMEM;
+        r = read_full_file(path, SPEC_MAX, &in->spec_buf, &in->spec_len);
+        if (r < 0)
+                return job_fail(j, -EINVAL, "cannot read the job spec %s: %s", path, strerror(-r));
+        r = job_spec_parse(in->spec_buf, in->spec_len, &in->spec, &err);
+        if (r < 0)
+                return job_fail(j, -EINVAL, "%s", err ?: "invalid job spec");
+        if (!streq(in->spec->job_id, j->paths.id))
+                return job_fail(j, -EINVAL, "job_id: the spec says '%s' but it was started as '%s'",
+                                in->spec->job_id, j->paths.id);
+        return 0;
+}
+
+static int resolve(Job *j) {
+        _cleanup_free_ char *err = NULL;
+        JobInput *in = &j->input;
+        int r;
+
+        r = policy_load(getenv("POND_POLICYDIR") ?: POND_POLICYDIR, &in->policy, &err);
+        if (r < 0)
+                return job_fail(j, -EINVAL, "%s", err ?: "cannot load policy");
+        r = policy_resolve(in->policy, &in->spec->sandbox, &in->resolved, &err);
+        if (r < 0)
+                return job_fail(j, -EINVAL, "%s", err ?: "cannot resolve the policy");
+        j->audit.profile = in->resolved->profile;
+        j->audit.backend = in->resolved->backend;
+        in->provider = runtime_provider_find(in->resolved->backend);
+        if (!in->provider)
+                return job_fail(j, -EOPNOTSUPP, "sandbox.backend: '%s' is not available on this worker",
+                                in->resolved->backend);
+        r = in->provider->check(&err);
+        if (r < 0)
+                return job_fail(j, -EOPNOTSUPP, "%s", err ?: "backend cannot run here");
+        return 0;
+}
+
+int job_accept(Job *j) {
+        _cleanup_free_ char *err = NULL;
+        const ResolvedPolicy *res;
+        int r;
+
+        r = read_spec(j);
+        if (r >= 0)
+                r = resolve(j);
+        if (r < 0)
+                return r;
+        r = job_accept_bundle(j, &err);
+        if (r < 0)
+                return job_fail(j, r, "%s", err ?: "bundle: refused");
+        r = job_sidecars_configure(j, &err);
+        if (r < 0)
+                return job_fail(j, r, "%s", err ?: "sidecar configuration: refused");
+        /* A directory image is only looked up (nothing is created): a missing one is a refusal. The
+         * embedded image is generated per job, later, in the job's runtime directory. */
+        res = j->input.resolved;
+        if (!streq(res->image, IMAGE_HOST)) {
+                r = image_prepare(res->image, j->paths.images, j->paths.run, &j->staging.image, &err);
+                if (r < 0)
+                        return job_fail(j, r, "%s", err ?: "sandbox.overrides.image: image not available");
+        }
+        audit_event(&j->audit, POND_EVENT_ACCEPTED, AUDIT_NO_RC, "accepted: profile %s, backend %s, tier %s",
+                    res->profile, res->backend, res->tier);
+        return 0;
+}
+
+void job_input_done(JobInput *in) {
+        job_spec_free(in->spec);
+        policy_free(in->policy);
+        resolved_policy_free(in->resolved);
+        free(in->spec_buf);
+        *in = (JobInput) {};
+}

@@ -1,0 +1,167 @@
+/* job-collect.c: step 9 of the design, first half: everything the result reports, gathered once the
+ * payload is over: its exit (killing and reaping an init a failure left running), OOM kills, the payload
+ * and the sidecars stopped (so nothing changes what is collected, and the sidecars' totals are final),
+ * input_sha, and the artifacts and the log, put into the staged result directory. */
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <systemd/sd-daemon.h>
+#include <time.h>
+
+#include "collect.h"
+#include "job.h"
+#include "log.h"
+#include "result.h"
+
+/* A failure before or during the loop may leave the container's init running: kill, then reap. */
+static void reap(Job *j) {
+        JobRuntime *rt = &j->runtime;
+        JobOutcome *o = &j->outcome;
+
+        if (rt->init_pid > 0 && o->exit_status < 0 && o->exit_signal == 0) {
+                siginfo_t si = {};
+                if (j->bus)
+                        (void) scope_kill(j->bus, j->paths.scope);
+                (void) kill(rt->init_pid, SIGKILL);
+                if (waitid(P_PID, (id_t) rt->init_pid, &si, WEXITED) >= 0) {
+                        o->exit_signal = si.si_code == CLD_EXITED ? 0 : si.si_status;
+                        o->exit_status = si.si_code == CLD_EXITED ? si.si_status : -1;
+                }
+        }
+        if (rt->create_pid > 0) {
+                (void) kill(rt->create_pid, SIGKILL);
+                (void) waitpid(rt->create_pid, NULL, 0);
+                rt->create_pid = 0;
+        }
+}
+
+/* Before the scope is stopped: its memcg's counters go with it. */
+static void collect_oom(Job *j) {
+        uint64_t n, ooms = 0;
+
+        /* A notification the loop did not get to dispatch before it ended still counts. */
+        for (int i = 0; i < 2; i++)
+                if (j->runtime.oom_fds[i] >= 0 &&
+                    read(j->runtime.oom_fds[i], &n, sizeof n) == (ssize_t) sizeof n)
+                        j->outcome.oom_killed = true;
+        if (j->runtime.scope_cgroup && cgroup_oom_kills(j->runtime.scope_cgroup, &ooms) >= 0 && ooms > 0)
+                j->outcome.oom_killed = true;
+}
+
+static void record_outcome(Job *j, int r) {
+        JobOutcome *o = &j->outcome;
+        int rc;
+
+        if (o->ended_usec == 0) {
+                o->ended_usec = clock_usec(CLOCK_REALTIME);
+                o->ended_mono = clock_usec(CLOCK_MONOTONIC);
+        }
+        if (r < 0) {
+                o->failed = true;
+                job_fail(j, r, "pond could not run the job (see the journal of its unit)");
+        }
+        rc = o->exit_status >= 0 ? o->exit_status : o->exit_signal > 0 ? 128 + o->exit_signal : AUDIT_NO_RC;
+        audit_event(&j->audit, r < 0 ? POND_EVENT_FAILED : POND_EVENT_EXITED, rc,
+                    "%s: rc %d, signal %d%s%s%s", job_status(j), o->exit_status, o->exit_signal,
+                    o->timed_out ? ", timed out" : "", o->oom_killed ? ", OOM-killed" : "",
+                    o->cancelled ? ", cancelled" : "");
+        sd_notifyf(false, "STATUS=signing (%s)", job_status(j));
+}
+
+static int open_dir(const char *path) {
+        return path ? open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -EBADF;
+}
+
+static int collect_manifest(Job *j, int staged_fd, json_object **ret) {
+        _cleanup_close_ int upper = -EBADF, lower = -EBADF, merged = -EBADF, art = -EBADF;
+        const JobLimits *lim = &j->input.spec->limits;
+        CollectLimits limits = { lim->artifact_bytes, lim->artifact_files };
+        _cleanup_manifest_ Manifest *m = NULL;
+        _cleanup_json_ json_object *o = json_object_new_object(), *arr = NULL;
+        const Stage *st = &j->staging.stage;
+        char sha[SHA256_HEX_SIZE];
+        int r;
+
+        if (!o)
+                return -ENOMEM;
+        if (mkdirat(staged_fd, RESULT_ARTIFACTS_DIR, 0755) < 0)
+                return -errno;
+        art = openat(staged_fd, RESULT_ARTIFACTS_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (art < 0)
+                return -errno;
+        if (j->staging.staged) {
+                upper = open_dir(st->upper);
+                lower = st->upper ? open_dir(st->lower) : -EBADF;
+                merged = open_dir(st->workspace);
+        }
+        r = collect_artifacts(upper, lower, merged, j->input.spec->outputs, art, &limits, &m);
+        if (r < 0)
+                return log_error_errno(r, "Cannot collect the job's artifacts: %m");
+        r = manifest_to_json(m, &arr);
+        if (r >= 0)
+                r = manifest_sha(m, sha);
+        if (r < 0)
+                return r;
+        json_object_object_add(o, "output_sha", json_object_new_string(sha));
+        json_object_object_add(o, "artifacts", TAKE_PTR(arr));
+        json_object_object_add(o, "artifacts_truncated", json_object_new_boolean(m->truncated));
+        json_object_object_add(o, "artifacts_skipped", json_object_new_uint64(m->skipped));
+        json_object_object_add(o, "artifacts_bytes", json_object_new_uint64(m->total_bytes));
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+/* The log stays in the spool; the result gets hard links of what was kept (covered by its log hashes). */
+static int link_logs(const Job *j, int staged_fd) {
+        static const char *const files[] = { "stdout", "stderr", "index" };
+        _cleanup_close_ int src = -EBADF, dst = -EBADF;
+
+        src = open(j->paths.log, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (src < 0)
+                return errno == ENOENT ? 0 : -errno;
+        if (mkdirat(staged_fd, RESULT_LOG_DIR, 0755) < 0)
+                return -errno;
+        dst = openat(staged_fd, RESULT_LOG_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dst < 0)
+                return -errno;
+        for (size_t i = 0; i < ELEMENTSOF(files); i++)
+                if (linkat(src, files[i], dst, files[i], 0) < 0 && errno != ENOENT)
+                        return -errno;
+        return 0;
+}
+
+/* What the job left, if it ran: the artifacts and the log into the staged result directory. */
+static int collect_files(Job *j) {
+        int r;
+
+        if (j->outcome.started_usec == 0)
+                return 0;
+        r = job_result_stage(j);
+        if (r < 0)
+                return r;
+        r = collect_manifest(j, j->result.staged_fd, &j->result.artifacts);
+        if (r < 0)
+                return r;
+        r = link_logs(j, j->result.staged_fd);
+        if (r < 0)
+                return log_error_errno(r, "Cannot link the job's log into its result: %m");
+        return 0;
+}
+
+int job_collect(Job *j, int r) {
+        const char *hex;
+        int k;
+
+        reap(j);
+        collect_oom(j);
+        (void) job_teardown_processes(j);
+        k = job_input_hash_result(&j->input_hash, j->input.spec_buf, j->input.spec_len,
+                                  j->input.spec ? j->input.spec->checkout : NULL, &hex);
+        if (k < 0) {
+                log_error_errno(k, "Cannot hash the job's input: %m");
+                r = r < 0 ? r : k;
+        }
+        record_outcome(j, r);
+        return collect_files(j);
+}

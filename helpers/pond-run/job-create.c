@@ -1,0 +1,215 @@
+/* job-create.c: step 5 of the design: from a written bundle to a created container, whose init waits for
+ * job_start(). The runtime's create step is exec'd by a child that systemd has already moved into
+ * pond-ID.scope, so the container's cgroup nests below the scope, while this supervisor stays in the job's
+ * service: an OOM or fork bomb in the payload cannot reach the process that must clean up and sign. */
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <systemd/sd-daemon.h>
+#include <systemd/sd-login.h>
+
+#include "fileio.h"
+#include "job.h"
+#include "log.h"
+
+/* The job's output: its log in the spool, fed from two pipes the runtime's create step inherits. */
+static int open_output(Job *j) {
+        _cleanup_close_ int log_dfd = -EBADF;
+        JobRuntime *rt = &j->runtime;
+        int r;
+
+        if (mkdir(j->paths.log, 0750) < 0 && errno != EEXIST)
+                return log_error_errno(errno, "Cannot create %s: %m", j->paths.log);
+        log_dfd = open(j->paths.log, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (log_dfd < 0)
+                return -errno;
+        r = output_log_open(log_dfd, j->paths.id, j->input.spec->limits.output_bytes, true, &rt->log);
+        if (r < 0)
+                return log_error_errno(r, "Cannot open the job's log: %m");
+        rt->log_open = true;
+        if (pipe2(rt->out_pipe, O_CLOEXEC) < 0 || pipe2(rt->err_pipe, O_CLOEXEC) < 0)
+                return -errno;
+        return 0;
+}
+
+static int runtime_argv(Job *j, char ***ret_create) {
+        _cleanup_free_ char *pid_file = NULL, *log_file = NULL;
+        RuntimeJob rj = { .state_root = j->paths.runtime_root, .bundle = j->paths.bundle,
+                          .container_id = j->paths.container, .host_network = j->input.resolved->net == NET_OPEN,
+                          .netns = j->network.up ? j->network.net.netns_path : NULL };
+        int r;
+
+        if (asprintf(&pid_file, "%s/init.pid", j->paths.run) < 0 ||
+            asprintf(&log_file, "%s/runtime.log", j->paths.run) < 0)
+                return -ENOMEM;
+        rj.pid_file = pid_file;
+        rj.log_file = log_file;
+        r = j->input.provider->create_argv(&rj, ret_create);
+        if (r >= 0)
+                r = j->input.provider->start_argv(&rj, &j->runtime.start_argv);
+        return r;
+}
+
+/* The child that becomes the runtime's create step: it waits until systemd has moved it into the scope. */
+static int fork_create(JobRuntime *rt, char **argv, int *ret_go_fd) {
+        int go[2];
+        pid_t pid;
+
+        if (pipe2(go, O_CLOEXEC) < 0)
+                return -errno;
+        pid = fork();
+        if (pid < 0) {
+                safe_close(go[0]);
+                safe_close(go[1]);
+                return -errno;
+        }
+        if (pid == 0) {
+                char c;
+                int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+                (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+                if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(rt->out_pipe[1], STDOUT_FILENO) < 0 ||
+                    dup2(rt->err_pipe[1], STDERR_FILENO) < 0)
+                        _exit(127);
+                if (read(go[0], &c, 1) != 1)
+                        _exit(127); /* the supervisor gave up: never run outside the scope */
+                runtime_exec_child(argv);
+        }
+        safe_close(go[0]);
+        rt->create_pid = pid;
+        rt->out_pipe[1] = safe_close(rt->out_pipe[1]);
+        rt->err_pipe[1] = safe_close(rt->err_pipe[1]);
+        *ret_go_fd = go[1];
+        return 0;
+}
+
+static int wait_create(JobRuntime *rt) {
+        _cleanup_close_ int pidfd = (int) syscall(SYS_pidfd_open, rt->create_pid, 0);
+        int status;
+
+        if (pidfd >= 0) {
+                struct pollfd p = { .fd = pidfd, .events = POLLIN };
+                if (poll(&p, 1, (int) (RUNTIME_STEP_USEC / 1000)) == 0)
+                        kill(rt->create_pid, SIGKILL);
+        }
+        while (waitpid(rt->create_pid, &status, 0) < 0)
+                if (errno != EINTR)
+                        return -errno;
+        rt->create_pid = 0;
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                return -EIO;
+        return 0;
+}
+
+/* The scope is bound to the job's service when pond-run runs in it (not when run by hand: tests, demo). */
+static const char *bound_service(const Job *j) {
+        _cleanup_free_ char *unit = NULL;
+
+        if (sd_pid_get_unit(0, &unit) < 0 || !streq(unit, j->paths.service))
+                return NULL;
+        return j->paths.service;
+}
+
+/* The scope around the waiting child, exactly where the bundle says the payload's cgroup is. */
+static int start_scope(Job *j) {
+        const ResolvedPolicy *res = j->input.resolved;
+        ScopeLimits limits = { res->memory_bytes, res->cpus_milli, res->pids_limit };
+        _cleanup_free_ char *desc = NULL;
+        int r;
+
+        if (asprintf(&desc, "pond job %s payload", j->paths.id) < 0)
+                return -ENOMEM;
+        r = scope_start(j->bus, j->paths.scope, j->runtime.create_pid, &limits, bound_service(j), desc);
+        if (r < 0)
+                return log_error_errno(r, "Cannot create the transient scope %s: %m", j->paths.scope);
+        r = unit_cgroup_path(j->bus, j->paths.scope, &j->runtime.scope_cgroup);
+        if (r < 0 || !streq(j->runtime.scope_cgroup, j->paths.scope_cgroup))
+                return log_error_errno(r < 0 ? r : EXDEV, "Scope %s is not at %s, where the payload's cgroup was "
+                                       "configured: refusing to run it elsewhere.", j->paths.scope,
+                                       j->paths.scope_cgroup);
+        return 0;
+}
+
+/* Both levels: the limit may be hit in the payload's own memcg or in the scope's. */
+static void watch_oom(Job *j) {
+        _cleanup_free_ char *payload = NULL;
+
+        if (asprintf(&payload, "%s/payload", j->paths.scope_cgroup) < 0)
+                return;
+        if (cgroup_oom_watch(j->paths.scope_cgroup, &j->runtime.oom_fds[0]) < 0 ||
+            cgroup_oom_watch(payload, &j->runtime.oom_fds[1]) < 0)
+                log_debug("No v1 memory OOM notification here; relying on the OOM counters.");
+}
+
+static int read_init_pid(Job *j) {
+        _cleanup_free_ char *pid_file = NULL, *buf = NULL;
+        int pid, r;
+
+        if (asprintf(&pid_file, "%s/init.pid", j->paths.run) < 0)
+                return -ENOMEM;
+        r = read_full_file(pid_file, 64, &buf, NULL);
+        if (r < 0)
+                return r;
+        if (sscanf(buf, "%d", &pid) != 1 || pid <= 1)
+                return -EINVAL;
+        /* It must be ours (re-parented to this subreaper), or waiting for it would be meaningless. */
+        if (waitid(P_PID, (id_t) pid, &(siginfo_t) {}, WEXITED | WNOHANG | WNOWAIT) < 0)
+                return -ECHILD;
+        j->runtime.init_pid = pid;
+        return 0;
+}
+
+static int log_create_failure(Job *j, int r) {
+        _cleanup_free_ char *log_file = NULL, *msg = NULL;
+
+        if (asprintf(&log_file, "%s/runtime.log", j->paths.run) >= 0)
+                (void) read_full_file(log_file, 16 * 1024, &msg, NULL);
+        return log_error_errno(r, "The runtime %s could not create the container: %s", j->input.provider->name,
+                               msg ?: "(no message)");
+}
+
+int job_create_in_scope(Job *j) {
+        _cleanup_strv_free_ char **create = NULL;
+        _cleanup_close_ int go = -EBADF;
+        int r;
+
+        r = open_output(j);
+        if (r >= 0)
+                r = runtime_argv(j, &create);
+        if (r < 0)
+                return r;
+        sd_notify(false, "STATUS=launching");
+        r = fork_create(&j->runtime, create, &go);
+        if (r < 0)
+                return log_error_errno(r, "Cannot fork the runtime: %m");
+        r = start_scope(j);
+        if (r < 0)
+                return r;
+        if (write(go, "g", 1) != 1)
+                return -errno;
+        r = wait_create(&j->runtime);
+        if (r < 0)
+                return log_create_failure(j, r);
+        watch_oom(j);
+        r = read_init_pid(j);
+        if (r < 0)
+                return log_error_errno(r, "Cannot find the container's init: %m");
+        return 0;
+}
+
+void job_runtime_done(JobRuntime *rt) {
+        if (rt->log_open)
+                output_log_close(&rt->log);
+        for (int i = 0; i < 2; i++) {
+                safe_close(rt->out_pipe[i]);
+                safe_close(rt->err_pipe[i]);
+                safe_close(rt->oom_fds[i]);
+        }
+        free(rt->scope_cgroup);
+        strv_freep(&rt->start_argv);
+        *rt = (JobRuntime) JOB_RUNTIME_NULL;
+}

@@ -1,0 +1,82 @@
+/* job-input-hash.c: input_sha, the hash of what was issued (docs/result-format.md), from one place for
+ * each of its four cases: a bundle's hash is known at extraction; a checkout with a read-only view the job
+ * cannot change is hashed by a thread while the job runs (the payload does not wait); a checkout the job
+ * edits in place (profile none) is hashed before the payload starts; and a job refused or failed before
+ * any of these gets its input hashed when its result is written. */
+#include <fcntl.h>
+
+#include "job.h"
+#include "log.h"
+
+static void *hash_thread(void *p) {
+        InputHash *h = p;
+
+        h->r = input_sha_compute(h->spec, h->spec_len, h->checkout_fd, h->hex);
+        return NULL;
+}
+
+void job_input_hash_fix(InputHash *h) {
+        h->final = true;
+}
+
+/* dir is the checkout as issued (or NULL: none); immutable when nothing can change it while the job runs. */
+int job_input_hash_start(InputHash *h, const char *spec, size_t spec_len, const char *dir, bool immutable) {
+        if (h->final || h->running)
+                return 0;
+        h->spec = spec;
+        h->spec_len = spec_len;
+        if (dir) {
+                h->checkout_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (h->checkout_fd < 0)
+                        return log_error_errno(errno, "Cannot open the checkout %s: %m", dir);
+        }
+        if (!immutable) {
+                hash_thread(h);
+                h->final = true;
+                if (h->r < 0) {
+                        h->hex[0] = 0;
+                        return log_error_errno(h->r, "Cannot hash the checkout: %m");
+                }
+                return 0;
+        }
+        if (pthread_create(&h->thread, NULL, hash_thread, h) != 0)
+                return log_error_errno(EAGAIN, "Cannot start the input hash: %m");
+        h->running = true;
+        return 0;
+}
+
+static int join(InputHash *h) {
+        pthread_join(h->thread, NULL);
+        h->running = false;
+        h->final = true;
+        if (h->r < 0)
+                h->hex[0] = 0;
+        return h->r < 0 ? h->r : 0;
+}
+
+/* The input of a job that never started hashing: the spec as read, and the checkout as it is now. */
+static void hash_late(InputHash *h, const char *spec, size_t spec_len, const char *checkout) {
+        _cleanup_close_ int fd = checkout ? open(checkout, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -EBADF;
+
+        if (input_sha_compute(spec, spec_len, fd, h->hex) < 0)
+                h->hex[0] = 0;
+        h->final = true;
+}
+
+int job_input_hash_result(InputHash *h, const char *spec, size_t spec_len, const char *checkout,
+                          const char **ret_hex) {
+        int r = 0;
+
+        if (h->running)
+                r = join(h);
+        else if (!h->final && !h->hex[0] && spec)
+                hash_late(h, spec, spec_len, checkout);
+        *ret_hex = h->hex[0] ? h->hex : NULL;
+        return r;
+}
+
+void job_input_hash_done(InputHash *h) {
+        if (h->running)
+                (void) join(h);
+        h->checkout_fd = safe_close(h->checkout_fd);
+}

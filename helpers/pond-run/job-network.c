@@ -1,0 +1,77 @@
+/* job-network.c: step 3 of the design, for the confined postures: the job's own network namespace, the
+ * veth to the host and the host-side nftables rules, before anything runs; what the job is told about its
+ * network; and the job's sidecars, configured for the job's address and started (they come up while the
+ * runtime creates the container). Profile none keeps the host's network and has no sidecars. */
+#include <arpa/inet.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "job.h"
+#include "log.h"
+
+#define CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
+
+static int pushf(char ***env, const char *fmt, ...) _printf_(2, 3);
+static int pushf(char ***env, const char *fmt, ...) {
+        va_list ap;
+        char *v;
+        int r;
+
+        va_start(ap, fmt);
+        r = vasprintf(&v, fmt, ap);
+        va_end(ap);
+        return r < 0 ? -ENOMEM : strv_push(env, v);
+}
+
+/* Where the proxy is (allowlist), that the broker is reached directly, and where the image's CA bundle is,
+ * so pip, npm, git and curl work unchanged. */
+static int posture_environment(Job *j) {
+        static const char *const proxy_vars[] = { "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy" };
+        static const char *const ca_vars[] = { "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
+                                               "GIT_SSL_CAINFO", "CURL_CA_BUNDLE" };
+        char host[INET_ADDRSTRLEN];
+        char ***env = &j->network.env;
+        int r = 0;
+
+        inet_ntop(AF_INET, &j->network.net.lease.host_addr, host, sizeof host);
+        if (j->input.resolved->net == NET_ALLOWLIST)
+                for (size_t i = 0; r >= 0 && i < ELEMENTSOF(proxy_vars); i++)
+                        r = pushf(env, "%s=http://%s:%u", proxy_vars[i], host, NET_PROXY_PORT);
+        if (r >= 0)
+                r = pushf(env, "NO_PROXY=%s", host);
+        if (r >= 0)
+                r = pushf(env, "no_proxy=%s", host);
+        if (r >= 0)
+                r = pushf(env, "POND_BROKER_ADDR=%s:%u", host, NET_BROKER_PORT);
+        for (size_t i = 0; r >= 0 && i < ELEMENTSOF(ca_vars); i++)
+                r = pushf(env, "%s=%s", ca_vars[i], CA_BUNDLE);
+        return r;
+}
+
+int job_network(Job *j) {
+        static const uint16_t broker_only[] = { NET_BROKER_PORT }, allowlist[] = { NET_BROKER_PORT, NET_PROXY_PORT };
+        NetPosture posture = j->input.resolved->net;
+        _cleanup_free_ char *err = NULL;
+        int r;
+
+        if (posture == NET_OPEN)
+                return 0;
+        r = job_net_setup(j->paths.id, j->paths.rundir, posture == NET_ALLOWLIST ? allowlist : broker_only,
+                          posture == NET_ALLOWLIST ? 2 : 1, &j->network.net, &err);
+        if (r < 0) {
+                log_error_errno(r, "Cannot set up the job's network: %s", err ?: strerror(-r));
+                return job_fail(j, r, "cannot set up the job's network");
+        }
+        j->network.up = true;
+        r = posture_environment(j);
+        if (r >= 0)
+                r = job_sidecars_write(j);
+        if (r >= 0)
+                r = job_sidecars_start(j);
+        return r;
+}
+
+void job_network_done(JobNetwork *n) {
+        strv_freep(&n->env);
+        *n = (JobNetwork) {};
+}

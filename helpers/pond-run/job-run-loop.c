@@ -1,0 +1,171 @@
+/* job-run-loop.c: steps 7 and 8 of the design, while the job runs: drain its stdout/stderr into the log,
+ * enforce the wall clock, honour cancellation (SIGTERM from `systemctl stop`) and the cost ceiling (the
+ * broker's unit changes, job-broker.c), and notice the container's init exiting. */
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <systemd/sd-daemon.h>
+#include <systemd/sd-event.h>
+#include <time.h>
+
+#include "job.h"
+#include "log.h"
+
+typedef struct Loop {
+        Job *job;
+        sd_event *event;
+        int open_streams;
+        bool init_exited;
+} Loop;
+
+static void maybe_exit(Loop *l) {
+        /* Exit once init is gone and the pipes are drained: nothing printed before the end is lost. */
+        if (l->init_exited && l->open_streams == 0)
+                sd_event_exit(l->event, 0);
+}
+
+static int on_output(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Loop *l = userdata;
+        JobRuntime *rt = &l->job->runtime;
+        OutputStream stream = fd == rt->out_pipe[0] ? OUTPUT_STDOUT : OUTPUT_STDERR;
+        char buf[65536];
+        ssize_t n;
+
+        n = read(fd, buf, sizeof buf);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                return 0;
+        if (n <= 0) {
+                sd_event_source_set_enabled(s, SD_EVENT_OFF);
+                l->open_streams--;
+                maybe_exit(l);
+                return 0;
+        }
+        if (output_log_append(&rt->log, stream, buf, (size_t) n) < 0)
+                log_warning("Cannot write the job's %s to its log.", output_stream_to_string(stream));
+        return 0;
+}
+
+static int on_oom(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Loop *l = userdata;
+        Job *j = l->job;
+        uint64_t n;
+
+        if (read(fd, &n, sizeof n) == (ssize_t) sizeof n && !j->outcome.oom_killed) {
+                j->outcome.oom_killed = true;
+                audit_event(&j->audit, POND_EVENT_KILLED, AUDIT_NO_RC, "out of memory in %s: the kernel's "
+                            "OOM killer acts", j->paths.scope);
+        }
+        /* One notification is all we need; the memcg may be gone soon. */
+        return sd_event_source_set_enabled(s, SD_EVENT_OFF);
+}
+
+void job_kill_payload(Job *j) {
+        if (scope_kill(j->bus, j->paths.scope) < 0)
+                (void) kill(j->runtime.init_pid, SIGKILL); /* the scope is gone: at least the init (and its pid ns) */
+}
+
+static int on_init_exit(sd_event_source *s, const siginfo_t *si, void *userdata) {
+        Loop *l = userdata;
+        JobOutcome *o = &l->job->outcome;
+
+        o->ended_mono = clock_usec(CLOCK_MONOTONIC);
+        o->ended_usec = clock_usec(CLOCK_REALTIME);
+        if (si->si_code == CLD_EXITED)
+                o->exit_status = si->si_status;
+        else
+                o->exit_signal = si->si_status;
+        l->init_exited = true;
+        /* Whatever the init left behind in the scope (a daemonized grandchild holding the pipes) goes too. */
+        job_kill_payload(l->job);
+        maybe_exit(l);
+        return 0;
+}
+
+static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
+        Loop *l = userdata;
+        Job *j = l->job;
+
+        j->outcome.timed_out = true;
+        audit_event(&j->audit, POND_EVENT_TIMED_OUT, AUDIT_NO_RC, "timed out after %llu s: killing %s",
+                    (unsigned long long) j->input.spec->limits.wall_clock_s, j->paths.scope);
+        job_kill_payload(j);
+        return 0;
+}
+
+/* The job is cancelled, not left to spin on refused requests until its wall clock runs out. */
+void job_cost_ceiling(Job *j) {
+        /* Only while the payload runs: not before it started, not after its init has exited. */
+        if (j->outcome.cancelled || j->runtime.init_pid <= 0 || j->outcome.ended_usec != 0)
+                return;
+        j->outcome.cancelled = true;
+        job_fail(j, 0, "cost ceiling reached: max_cost_cents %llu spent",
+                 (unsigned long long) j->input.spec->limits.max_cost_cents);
+        audit_event(&j->audit, POND_EVENT_KILLED, AUDIT_NO_RC, "cost ceiling reached: killing %s", j->paths.scope);
+        job_kill_payload(j);
+}
+
+static int on_cancel(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        Loop *l = userdata;
+        Job *j = l->job;
+
+        if (j->outcome.cancelled)
+                return 0;
+        j->outcome.cancelled = true;
+        audit_event(&j->audit, POND_EVENT_KILLED, AUDIT_NO_RC, "cancelled (signal %u): killing %s",
+                    si->ssi_signo, j->paths.scope);
+        sd_notify(false, "STATUS=cancelling");
+        job_kill_payload(j);
+        return 0;
+}
+
+static void event_unrefp(sd_event **e) {
+        sd_event_unref(*e);
+}
+
+static int add_sources(Loop *l) {
+        sd_event *e = l->event;
+        Job *j = l->job;
+        int r;
+
+        r = sd_event_add_io(e, NULL, j->runtime.out_pipe[0], EPOLLIN, on_output, l);
+        if (r >= 0)
+                r = sd_event_add_io(e, NULL, j->runtime.err_pipe[0], EPOLLIN, on_output, l);
+        if (r >= 0)
+                r = sd_event_add_child(e, NULL, j->runtime.init_pid, WEXITED, on_init_exit, l);
+        if (r >= 0)
+                r = sd_event_add_time_relative(e, NULL, CLOCK_MONOTONIC,
+                                               j->input.spec->limits.wall_clock_s * 1000000ULL, 0, on_deadline, l);
+        for (int i = 0; r >= 0 && i < 2; i++)
+                if (j->runtime.oom_fds[i] >= 0)
+                        r = sd_event_add_io(e, NULL, j->runtime.oom_fds[i], EPOLLIN, on_oom, l);
+        if (r >= 0)
+                r = sd_event_add_signal(e, NULL, SIGTERM, on_cancel, l);
+        if (r >= 0)
+                r = sd_event_add_signal(e, NULL, SIGINT, on_cancel, l);
+        /* The sidecars' units' signals (job-sidecar.c) are dispatched from here. The bus outlives the
+         * loop (the teardown stops units over it): not closed when the loop exits. */
+        if (r >= 0)
+                r = sd_bus_set_close_on_exit(j->bus, false);
+        if (r >= 0)
+                r = sd_bus_attach_event(j->bus, e, SD_EVENT_PRIORITY_NORMAL);
+        return r;
+}
+
+int job_run_loop(Job *j) {
+        _cleanup_(event_unrefp) sd_event *e = NULL;
+        Loop l = { .job = j, .open_streams = 2 };
+        int r;
+
+        r = sd_event_new(&e);
+        if (r < 0)
+                return r;
+        l.event = e;
+        r = add_sources(&l);
+        if (r < 0)
+                return log_error_errno(r, "Cannot set up the event loop: %m");
+        r = sd_event_loop(e);
+        (void) sd_bus_detach_event(j->bus);
+        if (r < 0)
+                return log_error_errno(r, "Event loop failed: %m");
+        return 0;
+}

@@ -1,0 +1,190 @@
+/* job-sign.c: step 9 of the design, second half: the signed result: what was issued (input_sha), what ran
+ * (posture), what happened (exit, signal, time-out, OOM, cancellation), what it printed and what it
+ * changed (job_collect() put those into the staged directory). Building the JSON only reads the Job;
+ * the result appears in one step, signed, or not at all. Also for refusals and for `pond-run --cleanup`. */
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <time.h>
+
+#include "collect.h"
+#include "fileio.h"
+#include "job.h"
+#include "keys.h"
+#include "log.h"
+#include "result.h"
+
+/* The signing key arrives as a systemd credential; outside a unit (tests, the demo) from the key dir. */
+int job_load_signing_key(Job *j) {
+        _cleanup_free_ char *path = job_worker_key_path("sign.key");
+        int r;
+
+        if (!path)
+                return -ENOMEM;
+        r = key_load_secret(path, KEY_SIGN_SECRET_SIZE, &j->sign_sk);
+        if (r < 0)
+                return log_error_errno(r, "Cannot load the signing key %s: %m", path);
+        return 0;
+}
+
+static json_object *json_time(uint64_t usec) {
+        char buf[64];
+        time_t t = (time_t) (usec / 1000000);
+        struct tm tm;
+
+        if (usec == 0 || !gmtime_r(&t, &tm))
+                return NULL;
+        snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (unsigned) (usec % 1000000 / 1000));
+        return json_object_new_string(buf);
+}
+
+static json_object *json_str(const char *s) {
+        return s ? json_object_new_string(s) : NULL;
+}
+
+static json_object *build_exit(const JobOutcome *out) {
+        json_object *o = json_object_new_object();
+        const char *sig = out->exit_signal > 0 ? sigabbrev_np(out->exit_signal) : NULL;
+        char name[32];
+
+        if (sig)
+                snprintf(name, sizeof name, "SIG%s", sig);
+        json_object_object_add(o, "rc", out->exit_status >= 0 ? json_object_new_int(out->exit_status) : NULL);
+        json_object_object_add(o, "signal", out->exit_signal > 0 ? json_object_new_string(sig ? name : "?") : NULL);
+        json_object_object_add(o, "timed_out", json_object_new_boolean(out->timed_out));
+        json_object_object_add(o, "oom_killed", json_object_new_boolean(out->oom_killed));
+        json_object_object_add(o, "cancelled", json_object_new_boolean(out->cancelled));
+        return o;
+}
+
+static json_object *build_limits(const JobInput *in) {
+        json_object *o = json_object_new_object();
+        const ResolvedPolicy *r = in->resolved;
+
+        json_object_object_add(o, "memory_bytes", json_object_new_uint64(r->memory_bytes));
+        json_object_object_add(o, "cpus", json_object_new_double(r->cpus_milli / 1000.0));
+        json_object_object_add(o, "pids_limit", json_object_new_uint64(r->pids_limit));
+        json_object_object_add(o, "tmpfs_bytes", json_object_new_uint64(r->tmpfs_bytes));
+        json_object_object_add(o, "wall_clock_s", json_object_new_uint64(in->spec->limits.wall_clock_s));
+        json_object_object_add(o, "output_bytes", json_object_new_uint64(in->spec->limits.output_bytes));
+        return o;
+}
+
+static json_object *build_times(const JobOutcome *out) {
+        json_object *o = json_object_new_object();
+
+        json_object_object_add(o, "accepted", json_time(out->accepted_usec));
+        json_object_object_add(o, "started", json_time(out->started_usec));
+        json_object_object_add(o, "ended", json_time(out->ended_usec));
+        json_object_object_add(o, "wall_ms", out->ended_mono > out->started_mono && out->started_mono
+                               ? json_object_new_uint64((out->ended_mono - out->started_mono) / 1000) : NULL);
+        return o;
+}
+
+/* Nothing ran: the empty manifest, so output_sha is still well defined. */
+static int empty_artifacts(json_object **ret) {
+        _cleanup_manifest_ Manifest *m = calloc(1, sizeof(Manifest));
+        _cleanup_json_ json_object *o = json_object_new_object();
+        json_object *arr = NULL;
+        char sha[SHA256_HEX_SIZE];
+
+        if (!m || !o || manifest_to_json(m, &arr) < 0 || manifest_sha(m, sha) < 0)
+                return -ENOMEM;
+        json_object_object_add(o, "output_sha", json_object_new_string(sha));
+        json_object_object_add(o, "artifacts", arr);
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+static void add_posture(Job *j, json_object *o) {
+        const JobInput *in = &j->input;
+        const ResolvedPolicy *res = in->resolved;
+        json_object *log_stats = NULL;
+
+        json_object_object_add(o, "profile", json_str(res ? res->profile : NULL));
+        json_object_object_add(o, "backend", json_str(res ? res->backend : NULL));
+        json_object_object_add(o, "tier", json_str(res ? res->tier : NULL));
+        json_object_object_add(o, "image", json_str(res ? res->image : NULL));
+        if (res && in->spec)
+                json_object_object_add(o, "limits", build_limits(in));
+        json_object_object_add(o, "exit", build_exit(&j->outcome));
+        json_object_object_add(o, "times", build_times(&j->outcome));
+        if (j->runtime.log_open && output_log_stats(&j->runtime.log, &log_stats) >= 0)
+                json_object_object_add(o, "log", log_stats);
+        json_object_object_add(o, "network", json_str(res ? net_posture_to_string(res->net) : NULL));
+        if (j->sidecars[POND_SIDECAR_EGRESS].stats)
+                json_object_object_add(o, "egress", json_object_get(j->sidecars[POND_SIDECAR_EGRESS].stats));
+        if (j->sidecars[POND_SIDECAR_BROKER].stats)
+                json_object_object_add(o, "broker", json_object_get(j->sidecars[POND_SIDECAR_BROKER].stats));
+}
+
+static int build_result(Job *j, const char *input_sha, json_object **ret) {
+        _cleanup_json_ json_object *o = json_object_new_object();
+
+        if (!o)
+                return -ENOMEM;
+        json_object_object_add(o, "version", json_object_new_int(RESULT_VERSION));
+        json_object_object_add(o, "job_id", json_object_new_string(j->paths.id));
+        json_object_object_add(o, "tenant", json_str(j->input.spec ? j->input.spec->tenant : NULL));
+        json_object_object_add(o, "status", json_object_new_string(job_status(j)));
+        json_object_object_add(o, "reason", json_str(j->outcome.reason));
+        json_object_object_add(o, "input_sha", json_str(input_sha));
+        add_posture(j, o);
+        json_object_object_foreach(j->result.artifacts, key, value)
+                json_object_object_add(o, key, json_object_get(value));
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+/* The staged result directory (results/.ID.tmp), opened once: job_collect() puts files into it. */
+int job_result_stage(Job *j) {
+        JobResult *res = &j->result;
+        int r;
+
+        if (res->staged_fd >= 0)
+                return 0;
+        r = mkdir_p(j->paths.results, 0755);
+        if (r < 0)
+                return log_error_errno(r, "Cannot create %s: %m", j->paths.results);
+        res->results_fd = open(j->paths.results, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (res->results_fd < 0)
+                return log_error_errno(errno, "Cannot open %s: %m", j->paths.results);
+        r = result_stage_open(res->results_fd, j->paths.id, &res->staged_fd);
+        if (r < 0)
+                return log_error_errno(r, "Cannot stage the result of %s: %m", j->paths.id);
+        res->job_id = j->paths.id;
+        return 0;
+}
+
+int job_sign(Job *j) {
+        _cleanup_json_ json_object *result = NULL;
+        const char *input_sha;
+        int r;
+
+        (void) job_input_hash_result(&j->input_hash, j->input.spec_buf, j->input.spec_len,
+                                     j->input.spec ? j->input.spec->checkout : NULL, &input_sha);
+        r = job_result_stage(j);
+        if (r >= 0 && !j->result.artifacts)
+                r = empty_artifacts(&j->result.artifacts);
+        if (r >= 0)
+                r = build_result(j, input_sha, &result);
+        if (r >= 0)
+                r = result_write_signed(j->result.results_fd, j->paths.id, result, j->sign_sk, j->result.staged_fd);
+        if (r < 0)
+                return log_error_errno(r, "Cannot write the result of %s: %m", j->paths.id);
+        j->result.staged_fd = safe_close(j->result.staged_fd); /* renamed into place: nothing to abort */
+        audit_event(&j->audit, POND_EVENT_SIGNED, AUDIT_NO_RC, "signed result: status %s, output_sha %s",
+                    job_status(j), json_object_get_string(json_object_object_get(result, "output_sha")));
+        return 0;
+}
+
+/* A stage that was never signed is removed: a result appears whole or not at all. */
+void job_result_done(JobResult *res) {
+        if (res->staged_fd >= 0 && res->results_fd >= 0)
+                (void) result_stage_abort(res->results_fd, res->job_id);
+        safe_close(res->staged_fd);
+        safe_close(res->results_fd);
+        json_object_put(res->artifacts);
+        *res = (JobResult) JOB_RESULT_NULL;
+}

@@ -1,0 +1,62 @@
+/* job-stage.c: step 2 of the design. From here on the job holds resources: the system bus (its scope and
+ * sidecar units), the runtime's children (pond-run is their subreaper), the job's runtime directory with
+ * /workspace (read-only bind, overlay or in place) and the root filesystem. The input hash starts as
+ * soon as the checkout as issued is staged. */
+#include <sys/prctl.h>
+#include <systemd/sd-daemon.h>
+
+#include "fileio.h"
+#include "job.h"
+#include "log.h"
+
+static int stage_workspace(Job *j) {
+        const JobInput *in = &j->input;
+        JobStaging *s = &j->staging;
+        _cleanup_free_ char *err = NULL;
+        int r;
+
+        r = stage_setup(j->paths.run, in->spec->checkout, in->resolved->fs, in->resolved->tmpfs_bytes, &s->stage);
+        if (r < 0)
+                return job_fail(j, log_error_errno(r, "Cannot stage the checkout %s: %m",
+                                                   in->spec->checkout ?: "(none)"), "cannot stage the checkout");
+        s->staged = true;
+        if (s->image.rootfs)
+                return 0;       /* a directory image, found at acceptance */
+        r = image_prepare(in->resolved->image, j->paths.images, j->paths.run, &s->image, &err);
+        if (r < 0) {
+                log_error_errno(r, "Cannot prepare image %s: %s", in->resolved->image, err ?: "");
+                return job_fail(j, r, "%s", err ?: "cannot prepare the image");
+        }
+        return 0;
+}
+
+int job_stage(Job *j) {
+        const Stage *st = &j->staging.stage;
+        int r;
+
+        sd_notify(false, "STATUS=staging");
+        if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+                return -errno;
+        r = sd_bus_open_system(&j->bus);
+        if (r < 0)
+                return log_error_errno(r, "Cannot connect to the system bus: %m");
+        r = mkdir_p(j->paths.runtime_root, 0700);
+        if (r < 0)
+                return log_error_errno(r, "Cannot create %s: %m", j->paths.runtime_root);
+        r = mkdir_p(j->paths.run, 0700);
+        if (r < 0)
+                return log_error_errno(r, "Cannot create %s: %m", j->paths.run);
+        r = stage_workspace(j);
+        if (r < 0)
+                return r;
+        /* The read-only lower view cannot change under the job: it is hashed while the job runs. Profile
+         * none edits the checkout in place: no immutable view, so it is hashed before the payload runs. */
+        return job_input_hash_start(&j->input_hash, j->input.spec_buf, j->input.spec_len,
+                                    st->lower ?: j->input.spec->checkout, st->lower || !j->input.spec->checkout);
+}
+
+void job_staging_done(JobStaging *s) {
+        stage_done(&s->stage);
+        image_layout_done(&s->image);
+        *s = (JobStaging) {};
+}

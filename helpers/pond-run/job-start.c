@@ -1,0 +1,27 @@
+/* job-start.c: step 6 of the design, the hand-off: once every sidecar is up (fail closed) and watched, the
+ * runtime lets the container's init go. From here the payload runs, and the job is READY for systemd. */
+#include <systemd/sd-daemon.h>
+#include <time.h>
+
+#include "job.h"
+#include "log.h"
+
+int job_start(Job *j) {
+        const ResolvedPolicy *res = j->input.resolved;
+        int r;
+
+        r = job_sidecars_wait(j);
+        if (r < 0)
+                return r;
+        j->outcome.started_usec = clock_usec(CLOCK_REALTIME);
+        j->outcome.started_mono = clock_usec(CLOCK_MONOTONIC);
+        r = runtime_exec(j->runtime.start_argv, RUNTIME_STEP_USEC);
+        if (r != 0)
+                return log_error_errno(r < 0 ? r : EIO, "The runtime %s could not start the container.",
+                                       j->input.provider->name);
+        audit_event(&j->audit, POND_EVENT_STARTED, AUDIT_NO_RC, "started: %s in %s (memory %llu, cpus %.2f, "
+                    "pids %llu)", j->input.provider->name, j->paths.scope, (unsigned long long) res->memory_bytes,
+                    res->cpus_milli / 1000.0, (unsigned long long) res->pids_limit);
+        sd_notifyf(false, "READY=1\nSTATUS=running %s", j->paths.container);
+        return 0;
+}

@@ -1,0 +1,152 @@
+/* job-teardown.c: step 10 of the design: leave nothing behind, on every exit path. One list, in dependency
+ * order, every step idempotent: the normal path runs the processes' part from job_collect() (the payload
+ * and the sidecars must be stopped before what they leave is read) and the rest after signing; `pond-run
+ * --cleanup` (the unit's ExecStopPost, after a supervisor that may have died anywhere, even by SIGKILL)
+ * runs the same list with every sidecar and every provider assumed. */
+#include <fcntl.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "fileio.h"
+#include "job.h"
+#include "log.h"
+
+#define RUNTIME_DELETE_USEC (30ULL * 1000 * 1000)
+
+/* The scope first: whatever the runtime left running (runsc's gofer) dies with it, and delete then only
+ * removes state instead of waiting for a sandbox to answer. */
+static int stop_scope(Job *j) {
+        /* No bus: nothing was started by this supervisor (or --cleanup could not connect, and said so). */
+        return j->bus ? scope_stop(j->bus, j->paths.scope) : 0;
+}
+
+/* As the subreaper pond-run inherited the runtime's helpers (runsc's gofer): their zombies would look alive
+ * to the runtime's delete, which then waits for them to stop. */
+static int reap_orphans(Job *j) {
+        while (waitpid(-1, NULL, WNOHANG) > 0)
+                ;
+        return 0;
+}
+
+static int delete_container(const RuntimeProvider *p, const JobPaths *paths) {
+        _cleanup_strv_free_ char **argv = NULL;
+        RuntimeJob rj = { .state_root = paths->runtime_root, .container_id = paths->container };
+        int r;
+
+        /* No state: nothing to delete, and no runtime to start for it. */
+        if (p->has_state(&rj)) {
+                r = p->delete_argv(&rj, &argv);
+                if (r < 0)
+                        return r;
+                r = runtime_exec(argv, RUNTIME_DELETE_USEC);
+                if (r != 0)
+                        return r < 0 ? r : -EIO;
+        }
+        if (p->forget)
+                p->forget(&rj);
+        return 0;
+}
+
+/* The job's provider; or, when the supervisor died before it knew (or after it forgot) it, every one. */
+static int delete_containers(Job *j) {
+        static const char *const backends[] = { "runc", "runsc", "kata" };
+        int r, ret = 0;
+
+        if (j->input.provider)
+                return delete_container(j->input.provider, &j->paths);
+        for (size_t i = 0; i < ELEMENTSOF(backends); i++) {
+                const RuntimeProvider *p = runtime_provider_find(backends[i]);
+
+                r = p ? delete_container(p, &j->paths) : 0;
+                if (r < 0) {
+                        log_warning_errno(r, "%s delete of %s failed: %m", p->name, j->paths.container);
+                        ret = ret ?: r;
+                }
+        }
+        return ret;
+}
+
+static int remove_cgroups(Job *j) {
+        return cgroup_remove_leftovers(j->paths.scope_cgroup);
+}
+
+static int remove_network(Job *j) {
+        return job_net_teardown(j->paths.id, j->paths.rundir);
+}
+
+static int remove_staging(Job *j) {
+        return stage_teardown(j->paths.run);
+}
+
+static int remove_image(Job *j) {
+        return image_cleanup(j->paths.run);
+}
+
+/* A bundle job's extracted checkout: only the job's own, staged copy ever read it. */
+static int remove_checkout(Job *j) {
+        return rm_rf_at(AT_FDCWD, j->paths.checkout);
+}
+
+static int remove_run_dir(Job *j) {
+        _cleanup_free_ char *parent = NULL;
+        _cleanup_close_ int pfd = -EBADF;
+        const char *base = strrchr(j->paths.run, '/');
+
+        parent = strndup(j->paths.run, (size_t) (base - j->paths.run));
+        if (!parent)
+                return -ENOMEM;
+        pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (pfd < 0)
+                return errno == ENOENT ? 0 : -errno;
+        return rm_rf_at(pfd, base + 1);
+}
+
+typedef struct TeardownStep {
+        const char *what;
+        int (*run)(Job *j);
+        bool files;     /* removes files: a failure leaves this and the rest for the next attempt */
+        bool counts;    /* a failure makes the teardown fail (else it is only logged) */
+} TeardownStep;
+
+enum { TEARDOWN_PROCESSES = 5 }; /* the steps before this one stop what runs */
+
+static const TeardownStep steps[] = {
+        { "stop the payload's scope",            stop_scope,        false, true  },
+        { "reap the runtime's helpers",          reap_orphans,      false, false },
+        { "delete the container",                delete_containers, false, false },
+        { "stop the sidecars",                   job_sidecars_stop, false, false },
+        { "remove the payload's cgroups",        remove_cgroups,    false, false },
+        { "remove the job's network",            remove_network,    true,  true  },
+        { "unmount the job's staging",           remove_staging,    true,  true  },
+        { "remove the job's root filesystem",    remove_image,      true,  true  },
+        { "remove the extracted checkout",       remove_checkout,   true,  true  },
+        { "remove the job's runtime directory",  remove_run_dir,    true,  true  },
+};
+
+static int run_steps(Job *j, unsigned end) {
+        int r, ret = 0;
+
+        for (; j->teardown_next < end; j->teardown_next++) {
+                const TeardownStep *s = &steps[j->teardown_next];
+
+                r = s->run(j);
+                if (r >= 0)
+                        continue;
+                log_warning_errno(r, "Could not %s of %s: %m", s->what, j->paths.id);
+                if (s->counts)
+                        ret = ret ?: r;
+                if (s->files)
+                        break;  /* in dependency order: nothing below may go while this is still there */
+        }
+        return ret;
+}
+
+int job_teardown_processes(Job *j) {
+        return run_steps(j, TEARDOWN_PROCESSES);
+}
+
+int job_teardown(Job *j) {
+        int r = run_steps(j, TEARDOWN_PROCESSES);
+        int k = run_steps(j, ELEMENTSOF(steps));
+        return r < 0 ? r : k;
+}

@@ -1,0 +1,58 @@
+/* job-write-bundle.c: step 4 of the design: the OCI bundle's config.json (json-c) for the job's profile,
+ * with the staged workspace, the image, the job's network namespace and what the job is told about its
+ * network, and the provider's own additions. */
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fileio.h"
+#include "job.h"
+#include "log.h"
+#include "oci.h"
+
+static int build_config(const Job *j, json_object **ret) {
+        _cleanup_free_ char *cgpath = NULL;
+        const JobInput *in = &j->input;
+        const JobStaging *s = &j->staging;
+        OciPaths paths = {
+                .rootfs = s->image.rootfs,
+                .host_usr = s->image.host_usr,
+                .etc = s->image.etc,
+                .workspace = s->stage.workspace,
+                .workspace_readonly = s->stage.readonly,
+                .hostname = IMAGE_HOSTNAME,
+                .netns = j->network.up ? j->network.net.netns_path : NULL,
+                .posture_env = j->network.env,
+        };
+        int r;
+
+        /* Absolute, below the scope. A relative path would nest below the runtime's cgroup in each
+         * hierarchy, but on a hybrid (v1) host systemd realizes the scope only in some of them: in the
+         * others (the unified one included) the payload would land outside the scope, which systemd would
+         * then see as empty and stop. */
+        if (asprintf(&cgpath, "%s/payload", j->paths.scope_cgroup) < 0)
+                return -ENOMEM;
+        paths.cgroups_path = cgpath;
+        r = oci_config_build(in->resolved, in->spec, in->policy->seccomp, &paths, ret);
+        if (r >= 0 && in->provider->adjust_config)
+                r = in->provider->adjust_config(in->resolved, *ret);
+        return r;
+}
+
+int job_write_bundle(Job *j) {
+        _cleanup_json_ json_object *config = NULL;
+        _cleanup_close_ int dfd = -EBADF;
+        const char *s;
+        int r;
+
+        r = build_config(j, &config);
+        if (r < 0)
+                return log_error_errno(r, "Cannot build the OCI config: %m");
+        if (mkdir(j->paths.bundle, 0700) < 0 && errno != EEXIST)
+                return log_error_errno(errno, "Cannot create %s: %m", j->paths.bundle);
+        dfd = open(j->paths.bundle, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return -errno;
+        s = json_object_to_json_string_ext(config, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+        return write_file_atomic_at(dfd, "config.json", s, strlen(s), 0600);
+}

@@ -1,0 +1,55 @@
+/* job.c: a job's identity (its id and the paths derived from it), the one place its failure reason is
+ * set, and freeing it part by part. */
+#include <stdarg.h>
+
+#include "job.h"
+#include "keys.h"
+
+int job_init(Job *j, const char *job_id) {
+        j->audit.job_id = job_id;
+        return job_paths_init(&j->paths, job_id);
+}
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+int job_fail(Job *j, int r, const char *fmt, ...) {
+        va_list ap;
+
+        if (j->outcome.reason)
+                return r;
+        va_start(ap, fmt);
+        if (vasprintf(&j->outcome.reason, fmt, ap) < 0)
+                j->outcome.reason = NULL;
+        va_end(ap);
+        return r;
+}
+#pragma GCC diagnostic pop
+
+const char *job_status(const Job *j) {
+        if (j->outcome.refused)
+                return "refused";
+        if (j->outcome.failed)
+                return "failed";
+        return j->outcome.cancelled ? "cancelled" : "completed";
+}
+
+void job_outcome_done(JobOutcome *o) {
+        free(o->reason);
+        *o = (JobOutcome) JOB_OUTCOME_NULL;
+}
+
+void job_done(Job *j) {
+        job_result_done(&j->result);
+        job_runtime_done(&j->runtime);
+        for (PondSidecar s = 0; s < _POND_SIDECAR_MAX; s++)
+                job_sidecar_done(&j->sidecars[s]);
+        job_network_done(&j->network);
+        job_staging_done(&j->staging);
+        job_input_hash_done(&j->input_hash);
+        job_input_done(&j->input);
+        job_outcome_done(&j->outcome);
+        j->bus = sd_bus_flush_close_unref(j->bus);
+        if (j->sign_sk)
+                secret_free(TAKE_PTR(j->sign_sk));
+        job_paths_done(&j->paths);
+}

@@ -1,0 +1,211 @@
+/* job.h: one job through pond-run, phase by phase. supervise() (supervise.c) calls the phases in the order
+ * below; each phase is the file of its name and owns one part of Job, which it creates and *_done() frees.
+ * docs/architecture.md, "The job pipeline", lists them with what each leaves for the next. */
+#pragma once
+
+#include <json-c/json.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <systemd/sd-bus.h>
+
+#include "audit.h"
+#include "hash.h"
+#include "image.h"
+#include "net.h"
+#include "output.h"
+#include "paths.h"
+#include "policy.h"
+#include "runtime.h"
+#include "scope.h"
+#include "spec.h"
+#include "stage.h"
+
+/* Each of the runtime's create and start steps may take this long. */
+#define RUNTIME_STEP_USEC (60ULL * 1000 * 1000)
+
+/* What was issued and how it may run (job-accept.c). */
+typedef struct JobInput {
+        char *spec_buf;                 /* job.json exactly as issued (input_sha covers these bytes) */
+        size_t spec_len;
+        JobSpec *spec;
+        Policy *policy;
+        ResolvedPolicy *resolved;
+        const RuntimeProvider *provider;
+} JobInput;
+
+/* input_sha, whichever way it is computed (job-input-hash.c). */
+typedef struct InputHash {
+        pthread_t thread;
+        bool running;                   /* a thread hashes the read-only view while the job runs */
+        bool final;                     /* hex is the answer ("" if it could not be computed) */
+        const char *spec;
+        size_t spec_len;
+        int checkout_fd;
+        int r;
+        char hex[SHA256_HEX_SIZE];
+} InputHash;
+
+/* The job's /workspace and root filesystem (job-stage.c). */
+typedef struct JobStaging {
+        Stage stage;
+        bool staged;
+        ImageLayout image;
+} JobStaging;
+
+/* The job's network namespace, veth and rules, and what the job is told about them (job-network.c). */
+typedef struct JobNetwork {
+        JobNet net;
+        bool up;
+        char **env;                     /* proxy, broker and CA variables; the broker's dummy keys and URLs */
+} JobNetwork;
+
+/* One sidecar unit of the job (job-sidecar.c); its files are in JobPaths.sidecars[]. */
+typedef struct JobSidecar {
+        json_object *config;            /* built and checked at acceptance, completed by job_network; NULL:
+                                         * this job has no such sidecar */
+        bool up;                        /* its configuration is written: stopping it is part of every exit */
+        UnitStart *starting;
+        sd_bus_slot *watch;             /* PropertiesChanged of its unit, while the payload runs */
+        json_object *stats;             /* its totals, read after its stop */
+} JobSidecar;
+
+/* The payload's processes and output (job-create.c, job-start.c, job-run-loop.c). */
+typedef struct JobRuntime {
+        OutputLog log;
+        bool log_open;
+        char *scope_cgroup;
+        char **start_argv;              /* the runtime's start step, built with its create step */
+        pid_t create_pid;
+        pid_t init_pid;
+        int out_pipe[2], err_pipe[2];
+        int oom_fds[2];                 /* OOM notifications of the scope's and the payload's memcg (v1) */
+} JobRuntime;
+
+/* What happened, as the result reports it (job_fail(), job-run-loop.c, job-collect.c). */
+typedef struct JobOutcome {
+        char *reason;                   /* the first failure's, see job_fail() */
+        bool refused, failed;           /* refused before anything ran; pond itself failed */
+        int exit_status;                /* rc, or -1 */
+        int exit_signal;                /* signal number or 0 */
+        bool timed_out, cancelled, oom_killed;
+        uint64_t accepted_usec, started_usec, ended_usec, started_mono, ended_mono;
+} JobOutcome;
+
+/* The result directory being staged: artifacts and log links in it, then the signed JSON (job-sign.c). */
+typedef struct JobResult {
+        int results_fd;
+        int staged_fd;                  /* open while a stage is pending: job_result_done() aborts it */
+        const char *job_id;
+        json_object *artifacts;         /* output_sha, artifacts and their totals, from job_collect() */
+} JobResult;
+
+typedef struct Job {
+        JobPaths paths;                 /* paths.id is the job id */
+        AuditContext audit;
+        sd_bus *bus;                    /* from job_stage() on */
+        uint8_t *sign_sk;               /* sodium_malloc'd */
+        JobInput input;
+        InputHash input_hash;
+        JobStaging staging;
+        JobNetwork network;
+        JobSidecar sidecars[_POND_SIDECAR_MAX];
+        JobRuntime runtime;
+        JobOutcome outcome;
+        JobResult result;
+        unsigned teardown_next;         /* the first step job_teardown() has not run yet */
+} Job;
+
+#define INPUT_HASH_NULL { .checkout_fd = -EBADF }
+#define JOB_RUNTIME_NULL { .out_pipe = { -EBADF, -EBADF }, .err_pipe = { -EBADF, -EBADF }, \
+                           .oom_fds = { -EBADF, -EBADF } }
+#define JOB_OUTCOME_NULL { .exit_status = -1 }
+#define JOB_RESULT_NULL { .results_fd = -EBADF, .staged_fd = -EBADF }
+#define JOB_NULL { .input_hash = INPUT_HASH_NULL, .runtime = JOB_RUNTIME_NULL, .outcome = JOB_OUTCOME_NULL, \
+                   .result = JOB_RESULT_NULL }
+
+/* job.c: the job's id and paths, its failure reason, and freeing it. */
+int job_init(Job *j, const char *job_id);
+void job_done(Job *j);
+/* Records why the job failed or was refused, unless a reason is recorded already (the first cause is the
+ * one the result names), and returns r. */
+int job_fail(Job *j, int r, const char *fmt, ...) _printf_(3, 4);
+void job_outcome_done(JobOutcome *o);
+/* "refused", "failed", "cancelled" or "completed". */
+const char *job_status(const Job *j);
+
+/* 1. job-accept.c: parse and resolve; any failure is a refusal and nothing has run. */
+int job_accept(Job *j);
+void job_input_done(JobInput *i);
+/*    job-accept-bundle.c: a bundle job's source, decrypted and extracted for exactly this job. */
+int job_accept_bundle(Job *j, char **ret_error);
+
+/* 2. job-stage.c: the runtime directories, /workspace, the image; starts hashing the input. */
+int job_stage(Job *j);
+void job_staging_done(JobStaging *s);
+
+/*    job-input-hash.c: input_sha. A bundle's hash is fixed at extraction; a checkout the job cannot change
+ *    is hashed by a thread while the job runs; one it edits in place (profile none) before it runs; and
+ *    the input of a job that never got that far when its result is written. */
+void job_input_hash_fix(InputHash *h);
+int job_input_hash_start(InputHash *h, const char *spec, size_t spec_len, const char *dir, bool immutable);
+/* *ret_hex is NULL when there is no hash; an error only when the thread's hashing failed. */
+int job_input_hash_result(InputHash *h, const char *spec, size_t spec_len, const char *checkout,
+                          const char **ret_hex);
+void job_input_hash_done(InputHash *h);
+
+/* 3. job-network.c: namespace, veth, nftables; the sidecars' configurations written and units started. */
+int job_network(Job *j);
+void job_network_done(JobNetwork *n);
+
+/*    job-sidecar.c: the sidecar units, one table (pond-egress@ID, pond-broker@ID), one contract: a JSON
+ *    configuration checked at acceptance with the sidecar's own parser, delivered as the credential
+ *    config.json, the unit waited for before the payload runs (fail closed), its state watched while the
+ *    payload runs, its totals read after its stop. */
+int job_sidecars_configure(Job *j, char **ret_error);
+int job_sidecars_write(Job *j);
+int job_sidecars_start(Job *j);
+int job_sidecars_wait(Job *j);
+int job_sidecars_stop(Job *j);
+void job_sidecar_done(JobSidecar *s);
+/*    job-egress.c, job-broker.c: what is particular to each sidecar. */
+int job_egress_config(const Job *j, json_object **ret, char **ret_error);
+int job_egress_check(const char *text, size_t len, char **ret_error);
+int job_broker_config(const Job *j, json_object **ret, char **ret_error);
+int job_broker_check(const char *text, size_t len, char **ret_error);
+int job_broker_environment(json_object *config, const char *listen, char ***env);
+int job_broker_on_changed(sd_bus_message *m, void *userdata, sd_bus_error *error);
+
+/* 4. job-write-bundle.c: the OCI bundle's config.json for the profile. */
+int job_write_bundle(Job *j);
+
+/* 5. job-create.c: the runtime's create step, run inside pond-ID.scope; the container's init waits. */
+int job_create_in_scope(Job *j);
+void job_runtime_done(JobRuntime *rt);
+
+/* 6. job-start.c: once the sidecars are up, the container's init is let go. */
+int job_start(Job *j);
+
+/* 7. job-run-loop.c: output, wall clock, cancellation, cost ceiling, until the init has exited. */
+int job_run_loop(Job *j);
+/* Kills everything in the payload's scope (the init at least, if the scope is gone). */
+void job_kill_payload(Job *j);
+/* The broker reports the job's budget spent: the job is cancelled, the reason recorded. */
+void job_cost_ceiling(Job *j);
+
+/* 8. job-collect.c: the outcome, the payload and sidecars stopped, input_sha, artifacts and log. r is what
+ *    the phases before returned; returns < 0 only if the artifacts could not be collected. */
+int job_collect(Job *j, int r);
+
+/* 9. job-sign.c: result.json and result.sig, moved into place in one step. */
+int job_sign(Job *j);
+int job_result_stage(Job *j);
+void job_result_done(JobResult *res);
+int job_load_signing_key(Job *j);
+
+/* 10. job-teardown.c: every step idempotent and in one order, for every exit path and for
+ *     `pond-run --cleanup`: what runs is stopped (job_collect() needs that first), then what was made is
+ *     removed. The provider is the job's, or every provider when it is not known. */
+int job_teardown_processes(Job *j);
+int job_teardown(Job *j);
