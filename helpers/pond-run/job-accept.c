@@ -4,8 +4,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
 #include "fileio.h"
+#include "dirs.h"
 #include "job.h"
 #include "log.h"
 
@@ -40,7 +40,7 @@ static int resolve(Job *j) {
         JobInput *in = &j->input;
         int r;
 
-        r = policy_load(getenv("POND_POLICYDIR") ?: POND_POLICYDIR, &in->policy, &err);
+        r = policy_load(pond_dir(POND_DIR_POLICY), &in->policy, &err);
         if (r < 0)
                 return job_fail(j, -EINVAL, "%s", err ?: "cannot load policy");
         r = policy_resolve(in->policy, &in->spec->sandbox, &in->resolved, &err);

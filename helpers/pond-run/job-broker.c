@@ -9,15 +9,11 @@
 #include <string.h>
 
 #include "broker-config.h"
-#include "config.h"
+#include "dirs.h"
 #include "errmsg.h"
 #include "job.h"
+#include "json-util.h"
 #include "log.h"
-
-static json_object *jget(json_object *o, const char *k) {
-        json_object *v = NULL;
-        return json_object_object_get_ex(o, k, &v) ? v : NULL;
-}
 
 /* The job's own dummy_key, if it sent one, is replaced: the worker picks it. */
 static int set_dummy_keys(json_object *creds) {
@@ -51,7 +47,7 @@ int job_broker_config(const Job *j, json_object **ret, char **ret_error) {
                 return error_set(ret_error, -EINVAL, "limits.max_cost_cents: required with credentials");
         c = json_object_new_object();
         if (!c || json_object_deep_copy(spec->credentials, &creds, NULL) < 0 || set_dummy_keys(creds) < 0 ||
-            asprintf(&prices, "%s/prices.json", getenv("POND_POLICYDIR") ?: POND_POLICYDIR) < 0)
+            asprintf(&prices, "%s/prices.json", pond_dir(POND_DIR_POLICY)) < 0)
                 return -ENOMEM;
         if (json_object_object_add(c, "job_id", json_object_new_string(j->paths.id)) < 0 ||
             json_object_object_add(c, "max_cost_cents", json_object_new_uint64(spec->limits.max_cost_cents)) < 0 ||
@@ -76,18 +72,18 @@ int job_broker_check(const char *text, size_t len, char **ret_error) {
 
 /* Per credential: its dummy key and its base URL, http://LISTEN/NAME. */
 int job_broker_environment(json_object *config, const char *listen, char ***env) {
-        json_object *creds = jget(config, "credentials");
+        json_object *creds = json_get(config, "credentials");
 
         for (size_t i = 0; i < json_object_array_length(creds); i++) {
-                json_object *e = json_object_array_get_idx(creds, i), *ev = jget(e, "env");
-                const char *key = json_object_get_string(jget(ev, "key")),
-                           *url = json_object_get_string(jget(ev, "base_url"));
+                json_object *e = json_object_array_get_idx(creds, i), *ev = json_get(e, "env");
+                const char *key = json_object_get_string(json_get(ev, "key")),
+                           *url = json_object_get_string(json_get(ev, "base_url"));
                 char *v = NULL;
 
-                if (key && (asprintf(&v, "%s=%s", key, json_object_get_string(jget(e, "dummy_key"))) < 0 ||
+                if (key && (asprintf(&v, "%s=%s", key, json_object_get_string(json_get(e, "dummy_key"))) < 0 ||
                             strv_push(env, v) < 0))
                         return -ENOMEM;
-                if (url && (asprintf(&v, "%s=http://%s/%s", url, listen, json_object_get_string(jget(e, "name"))) < 0 ||
+                if (url && (asprintf(&v, "%s=http://%s/%s", url, listen, json_object_get_string(json_get(e, "name"))) < 0 ||
                             strv_push(env, v) < 0))
                         return -ENOMEM;
         }

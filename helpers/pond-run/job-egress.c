@@ -4,10 +4,10 @@
  * shares with the broker is job-sidecar.c's. */
 #include <string.h>
 
-#include "config.h"
 #include "egress-job-config.h"
 #include "errmsg.h"
 #include "fileio.h"
+#include "dirs.h"
 #include "job.h"
 #include "json-strict.h"
 
@@ -16,7 +16,7 @@ static int load_policy(json_object **ret, char **ret_error) {
         size_t len;
         int r;
 
-        if (asprintf(&path, "%s/egress.json", getenv("POND_POLICYDIR") ?: POND_POLICYDIR) < 0)
+        if (asprintf(&path, "%s/egress.json", pond_dir(POND_DIR_POLICY)) < 0)
                 return -ENOMEM;
         r = read_full_file(path, JSON_STRICT_MAX_BYTES, &buf, &len);
         if (r < 0)

@@ -7,28 +7,27 @@
 #include <string.h>
 
 #include "job.h"
+#include "image.h"
 #include "log.h"
-
-#define CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
+#include "string-util.h"
 
 static int pushf(char ***env, const char *fmt, ...) _printf_(2, 3);
 static int pushf(char ***env, const char *fmt, ...) {
         va_list ap;
         char *v;
-        int r;
 
         va_start(ap, fmt);
-        r = vasprintf(&v, fmt, ap);
+        v = strdupf_va(fmt, ap);
         va_end(ap);
-        return r < 0 ? -ENOMEM : strv_push(env, v);
+        return v ? strv_push(env, v) : -ENOMEM;
 }
 
 /* Where the proxy is (allowlist), that the broker is reached directly, and where the image's CA bundle is,
  * so pip, npm, git and curl work unchanged. */
 static int posture_environment(Job *j) {
         static const char *const proxy_vars[] = { "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy" };
-        static const char *const ca_vars[] = { "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
-                                               "GIT_SSL_CAINFO", "CURL_CA_BUNDLE" };
+        static const char *const ca_vars[] = { "SSL_CERT_FILE", "REQUESTS_IMAGE_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
+                                               "GIT_SSL_CAINFO", "CURL_IMAGE_CA_BUNDLE" };
         char host[INET_ADDRSTRLEN];
         char ***env = &j->network.env;
         int r = 0;
@@ -44,7 +43,7 @@ static int posture_environment(Job *j) {
         if (r >= 0)
                 r = pushf(env, "POND_BROKER_ADDR=%s:%u", host, NET_BROKER_PORT);
         for (size_t i = 0; r >= 0 && i < ELEMENTSOF(ca_vars); i++)
-                r = pushf(env, "%s=%s", ca_vars[i], CA_BUNDLE);
+                r = pushf(env, "%s=%s", ca_vars[i], IMAGE_CA_BUNDLE);
         return r;
 }
 

@@ -118,10 +118,6 @@ static int on_cancel(sd_event_source *s, const struct signalfd_siginfo *si, void
         return 0;
 }
 
-static void event_unrefp(sd_event **e) {
-        sd_event_unref(*e);
-}
-
 static int add_sources(Loop *l) {
         sd_event *e = l->event;
         Job *j = l->job;
@@ -152,7 +148,7 @@ static int add_sources(Loop *l) {
 }
 
 int job_run_loop(Job *j) {
-        _cleanup_(event_unrefp) sd_event *e = NULL;
+        _cleanup_(sd_event_unrefp) sd_event *e = NULL;
         Loop l = { .job = j, .open_streams = 2 };
         int r;
 

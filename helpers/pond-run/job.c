@@ -4,26 +4,23 @@
 
 #include "job.h"
 #include "keys.h"
+#include "string-util.h"
 
 int job_init(Job *j, const char *job_id) {
         j->audit.job_id = job_id;
         return job_paths_init(&j->paths, job_id);
 }
 
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wformat-nonliteral"
 int job_fail(Job *j, int r, const char *fmt, ...) {
         va_list ap;
 
         if (j->outcome.reason)
                 return r;
         va_start(ap, fmt);
-        if (vasprintf(&j->outcome.reason, fmt, ap) < 0)
-                j->outcome.reason = NULL;
+        j->outcome.reason = strdupf_va(fmt, ap);
         va_end(ap);
         return r;
 }
-#pragma GCC diagnostic pop
 
 const char *job_status(const Job *j) {
         if (j->outcome.refused)

@@ -7,6 +7,7 @@
 
 #include "config.h"
 #include "log.h"
+#include "signal-util.h"
 #include "supervise.h"
 
 static bool arg_cleanup;
@@ -54,7 +55,6 @@ static int parse_argv(int argc, char *argv[]) {
 }
 
 int main(int argc, char *argv[]) {
-        sigset_t mask;
         int r;
 
         log_set_prefix("pond-run");
@@ -62,11 +62,11 @@ int main(int argc, char *argv[]) {
         if (r <= 0)
                 return r < 0 ? POND_RUN_EXIT_USAGE : 0;
         /* Cancellation is handled by the event loop; until then it must wait, not kill us half-way. */
-        sigemptyset(&mask);
-        sigaddset(&mask, SIGTERM);
-        sigaddset(&mask, SIGINT);
-        sigaddset(&mask, SIGCHLD);
-        sigprocmask(SIG_BLOCK, &mask, NULL);
+        r = sigprocmask_many(SIG_BLOCK, NULL, SIGTERM, SIGINT, SIGCHLD, -1);
+        if (r < 0) {
+                log_error_errno(r, "Failed to block signals: %m");
+                return POND_RUN_EXIT_FAILED;
+        }
         if (arg_cleanup)
                 return supervise_cleanup(arg_job_id) < 0 ? 1 : 0;
         return supervise(arg_job_id);

@@ -1,10 +1,10 @@
 /* paths.c: where a job's files live; every path derives from the validated job id. */
 #include <string.h>
 
-#include "config.h"
+#include "dirs.h"
 #include "jobid.h"
-#include "scope.h"
 #include "paths.h"
+#include "unit-name.h"
 
 /* Where systemd creates a system unit's RuntimeDirectory= (the %t of the system manager): always /run,
  * whatever RUNDIR is. The sidecars' runtime directories cannot live below RUNDIR: it is root's alone
@@ -21,20 +21,24 @@ const char *pond_sidecar_to_string(PondSidecar s) {
 }
 
 static const char *statedir(void) {
-        /* Tests and the demo may relocate state; the units never set this. */
-        return getenv("POND_STATEDIR") ?: POND_STATEDIR;
+        return pond_dir(POND_DIR_STATE);
 }
 
 static const char *rundir(void) {
-        return getenv("POND_RUNDIR") ?: POND_RUNDIR;
+        return pond_dir(POND_DIR_RUN);
 }
+
+static const UnitKind sidecar_unit_kind[_POND_SIDECAR_MAX] = {
+        [POND_SIDECAR_EGRESS] = UNIT_EGRESS_SERVICE,
+        [POND_SIDECAR_BROKER] = UNIT_BROKER_SERVICE,
+};
 
 /* The same names as units/pond-NAME@.service.in uses: LoadCredential=config.json:RUNDIR/NAME/%i/config.json
  * and RuntimeDirectory=pond-NAME/%i. */
 static int sidecar_paths_init(SidecarPaths *s, PondSidecar kind, const char *id) {
         const char *name = pond_sidecar_to_string(kind);
 
-        if (asprintf(&s->unit, "pond-%s@%s.service", name, id) < 0 ||
+        if (unit_name(sidecar_unit_kind[kind], id, &s->unit) < 0 ||
             asprintf(&s->config_dir, "%s/%s/%s", rundir(), name, id) < 0 ||
             asprintf(&s->config, "%s/config.json", s->config_dir) < 0 ||
             asprintf(&s->runtime_dir, SYSTEMD_RUNTIME_ROOT "/pond-%s/%s", name, id) < 0 ||
@@ -65,8 +69,8 @@ int job_paths_init(JobPaths *p, const char *id) {
             !(p->rundir = strdup(rundir())) || !(p->id = strdup(id)) ||
             asprintf(&p->bundle, "%s/jobs/%s/bundle", rundir(), id) < 0 ||
             asprintf(&p->runtime_root, "%s/runtime", rundir()) < 0 ||
-            asprintf(&p->service, "pond-job@%s.service", id) < 0 ||
-            asprintf(&p->scope, "pond-%s.scope", id) < 0 ||
+            unit_name(UNIT_JOB_SERVICE, id, &p->service) < 0 ||
+            unit_name(UNIT_SCOPE, id, &p->scope) < 0 ||
             asprintf(&p->scope_cgroup, "/" POND_SLICE "/pond-%s.scope", id) < 0 ||
             asprintf(&p->container, "pond-%s", id) < 0)
                 goto fail;
@@ -85,7 +89,7 @@ char *job_worker_key_path(const char *file) {
         const char *creds = getenv("CREDENTIALS_DIRECTORY");
         char *p = NULL;
 
-        if (asprintf(&p, creds ? "%s/pond-%s" : "%s/%s", creds ?: POND_KEYDIR, file) < 0)
+        if (asprintf(&p, creds ? "%s/pond-%s" : "%s/%s", creds ?: pond_dir(POND_DIR_KEY), file) < 0)
                 return NULL;
         return p;
 }
