@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <json-c/json.h>
 
+#include "cgroup-util.h"
 #include "macro.h"
 
 typedef enum ProbeBackend {
@@ -18,18 +19,8 @@ typedef enum ProbeBackend {
         _PROBE_BACKEND_INVALID = -EINVAL,
 } ProbeBackend;
 
-typedef enum CgroupLayout {
-        CGROUP_LAYOUT_UNIFIED, /* cgroup2 on /sys/fs/cgroup */
-        CGROUP_LAYOUT_HYBRID,  /* v1 controllers, plus cgroup2 on /sys/fs/cgroup/unified */
-        CGROUP_LAYOUT_LEGACY,  /* v1 only */
-        CGROUP_LAYOUT_NONE,    /* nothing recognisable mounted */
-        _CGROUP_LAYOUT_MAX,
-        _CGROUP_LAYOUT_INVALID = -EINVAL,
-} CgroupLayout;
-
 const char *probe_backend_to_string(ProbeBackend b);
 ProbeBackend probe_backend_from_string(const char *s);
-const char *cgroup_layout_to_string(CgroupLayout l);
 
 typedef struct ProbeBackendResult {
         bool present;    /* the binary exists and is executable */
@@ -111,8 +102,6 @@ void probe_userns(ProbeFeature *ret);
 void probe_nftables(ProbeFeature *ret);
 void probe_systemd(ProbeFeature *ret);
 void probe_cgroup(const char *root, ProbeCgroup *ret);
-/* The layout a root shows: statfs of root and of root/unified. */
-CgroupLayout probe_cgroup_layout(const char *root);
 
 /* Runs argv (clean environment, stdin /dev/null), killed after timeout_usec. The exit status (>= 0),
  * or -errno; with ret_output, stdout+stderr (at most 64 KiB, NUL-terminated) on success. */
