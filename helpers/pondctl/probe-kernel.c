@@ -117,10 +117,10 @@ void probe_nftables(ProbeFeature *ret) {
         if (find_binary("nft", &path) < 0)
                 return feature_absent(ret, strdup("nft is not installed"));
         char *vargv[] = { path, (char *) "--version", NULL };
-        if (probe_run(vargv, 10 * 1000 * 1000, &version) == 0)
+        if (runtime_exec_output(vargv, 10 * 1000 * 1000, &version) == 0)
                 version[strcspn(version, "\n")] = 0;
         char *largv[] = { path, (char *) "list", (char *) "tables", NULL };
-        r = probe_run(largv, 10 * 1000 * 1000, &out);
+        r = runtime_exec_output(largv, 10 * 1000 * 1000, &out);
         if (r != 0) {
                 if (out)
                         out[strcspn(out, "\n")] = 0;
