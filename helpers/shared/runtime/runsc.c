@@ -111,7 +111,7 @@ static int runsc_platform(const char **ret) {
         runsc_probe(RUNSC, root, PLATFORM_PROBE_USEC, &probe);
         (void) rm_rf_at(AT_FDCWD, root);
         for (size_t i = 0; probe.works && i < ELEMENTSOF(platforms); i++)
-                if (streq(probe.platform, platforms[i])) {
+                if (probe.platform && streq(probe.platform, platforms[i])) {
                         cache_write(cache, platforms[i]);
                         *ret = platforms[i];
                         return 0;
