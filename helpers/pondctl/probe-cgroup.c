@@ -1,24 +1,11 @@
-/* probe-cgroup.c: the cgroup layout (unified, hybrid, legacy: told apart by the file system types, as
- * systemd does) and which controllers pond can really limit through. A controller is usable only where
- * its hierarchy is mounted read-write: nspawn, for one, mounts v1 controllers read-only in a container,
- * and a limit that cannot be written is no limit. */
-#include <linux/magic.h>
-#include <sys/statfs.h>
+/* probe-cgroup.c: the cgroup layout (unified, hybrid, legacy: cgroup_layout_detect() in cgroup-util.c) and
+ * which controllers pond can really limit through. A controller is usable only where its hierarchy is
+ * mounted read-write: nspawn, for one, mounts v1 controllers read-only in a container, and a limit that
+ * cannot be written is no limit. */
 #include <sys/statvfs.h>
 
 #include "fileio.h"
 #include "probe.h"
-
-static const char *const layout_table[_CGROUP_LAYOUT_MAX] = {
-        [CGROUP_LAYOUT_UNIFIED] = "unified",
-        [CGROUP_LAYOUT_HYBRID] = "hybrid",
-        [CGROUP_LAYOUT_LEGACY] = "legacy",
-        [CGROUP_LAYOUT_NONE] = "none",
-};
-
-const char *cgroup_layout_to_string(CgroupLayout l) {
-        return l >= 0 && l < _CGROUP_LAYOUT_MAX ? layout_table[l] : NULL;
-}
 
 /* v2 names; v1 calls io blkio. */
 static const char *const controller_table[_PROBE_CONTROLLER_MAX] = {
@@ -31,23 +18,6 @@ static const char *const controller_table[_PROBE_CONTROLLER_MAX] = {
 
 const char *probe_controller_to_string(ProbeController c) {
         return c < _PROBE_CONTROLLER_MAX ? controller_table[c] : NULL;
-}
-
-static bool fs_is(const char *path, long magic) {
-        struct statfs s;
-        return statfs(path, &s) >= 0 && s.f_type == magic;
-}
-
-CgroupLayout probe_cgroup_layout(const char *root) {
-        _cleanup_free_ char *unified = probe_strdupf("%s/unified", root);
-
-        if (fs_is(root, CGROUP2_SUPER_MAGIC))
-                return CGROUP_LAYOUT_UNIFIED;
-        if (!fs_is(root, TMPFS_MAGIC))
-                return CGROUP_LAYOUT_NONE;
-        if (unified && fs_is(unified, CGROUP2_SUPER_MAGIC))
-                return CGROUP_LAYOUT_HYBRID;
-        return CGROUP_LAYOUT_LEGACY;
 }
 
 /* "mounted read-only" or NULL when a hierarchy at path can be written to. */
@@ -94,15 +64,15 @@ static void controller_v2(const char *dir, ProbeController c, ProbeCgroup *ret) 
 /* v1: the controller's own hierarchy, mounted at root/NAME (co-mounts appear through symlinks). */
 static void controller_v1(const char *root, CgroupLayout layout, ProbeController c, ProbeCgroup *ret) {
         const char *name = c == PROBE_CONTROLLER_IO ? "blkio" : controller_table[c];
-        _cleanup_free_ char *dir = probe_strdupf("%s/%s", root, name);
-        _cleanup_free_ char *unified = probe_strdupf("%s/unified", root);
+        _cleanup_free_ char *dir = NULL, *unified = NULL;
         const char *why;
 
-        if (!dir || !unified)
+        if (cgroup_v1_path(root, name, NULL, &dir) < 0)
                 return;
-        if (!fs_is(dir, CGROUP_SUPER_MAGIC)) {
+        if (!cgroup_is_v1_hierarchy(dir)) {
                 /* On a hybrid host a controller not bound to v1 may live in the unified hierarchy. */
-                if (layout == CGROUP_LAYOUT_HYBRID && v2_lists(unified, controller_table[c]))
+                if (cgroup_v2_path(root, layout, NULL, &unified) >= 0 &&
+                    v2_lists(unified, controller_table[c]))
                         return controller_v2(unified, c, ret);
                 ret->reason[c] = probe_strdupf("no v1 hierarchy mounted at %s", dir);
                 return;
@@ -117,7 +87,7 @@ static void controller_v1(const char *root, CgroupLayout layout, ProbeController
 
 void probe_cgroup(const char *root, ProbeCgroup *ret) {
         *ret = (ProbeCgroup) {};
-        ret->layout = probe_cgroup_layout(root);
+        ret->layout = cgroup_layout_detect(root);
         for (ProbeController c = 0; c < _PROBE_CONTROLLER_MAX; c++)
                 switch (ret->layout) {
                 case CGROUP_LAYOUT_UNIFIED:

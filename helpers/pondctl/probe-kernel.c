@@ -9,12 +9,12 @@
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <systemd/sd-bus.h>
 #include <systemd/sd-daemon.h>
 
 #include "fileio.h"
 #include "probe.h"
+#include "process-util.h"
 #include "runtime.h"
 
 static void feature_ok(ProbeFeature *f, char *detail) {
@@ -79,10 +79,11 @@ void probe_seccomp(ProbeFeature *ret) {
 }
 
 void probe_userns(ProbeFeature *ret) {
+        _cleanup_(sigkill_waitp) PidRef child = PIDREF_NULL;
         _cleanup_free_ char *max = NULL;
-        int status;
+        siginfo_t si;
         size_t len;
-        pid_t pid;
+        int r;
 
         *ret = (ProbeFeature) {};
         if (read_full_file("/proc/sys/user/max_user_namespaces", 64, &max, &len) < 0)
@@ -91,18 +92,18 @@ void probe_userns(ProbeFeature *ret) {
         if (strtoull(max, NULL, 10) == 0)
                 return feature_absent(ret, strdup("user.max_user_namespaces is 0"));
         /* A multi-threaded process cannot unshare a user namespace; a fresh child can, if anyone can. */
-        pid = fork();
-        if (pid < 0)
-                return feature_absent(ret, probe_strdupf("fork: %s", strerror(errno)));
-        if (pid == 0)
+        r = safe_fork("(pond-userns)", FORK_RESET_SIGNALS | FORK_DEATHSIG | FORK_CLOSE_ALL_FDS, &child);
+        if (r < 0)
+                return feature_absent(ret, probe_strdupf("fork: %s", strerror(-r)));
+        if (r == 0)
                 _exit(unshare(CLONE_NEWUSER) < 0 ? (errno & 0x7f) ?: 1 : 0);
-        while (waitpid(pid, &status, 0) < 0)
-                if (errno != EINTR)
-                        return feature_absent(ret, probe_strdupf("waitpid: %s", strerror(errno)));
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        r = pidref_wait(&child, USEC_INFINITY, &si);
+        if (r < 0)
+                return feature_absent(ret, probe_strdupf("waitpid: %s", strerror(-r)));
+        if (!siginfo_exited_ok(&si))
                 return feature_absent(ret, probe_strdupf("unshare(CLONE_NEWUSER): %s",
-                                                         WIFEXITED(status) ? strerror(WEXITSTATUS(status))
-                                                                           : "child killed"));
+                                                         si.si_code == CLD_EXITED ? strerror(si.si_status)
+                                                                                  : "child killed"));
         feature_ok(ret, probe_strdupf("max_user_namespaces=%s", max));
 }
 
@@ -116,10 +117,10 @@ void probe_nftables(ProbeFeature *ret) {
         if (find_binary("nft", &path) < 0)
                 return feature_absent(ret, strdup("nft is not installed"));
         char *vargv[] = { path, (char *) "--version", NULL };
-        if (probe_run(vargv, 10 * 1000 * 1000, &version) == 0)
+        if (runtime_exec_output(vargv, 10 * 1000 * 1000, &version) == 0)
                 version[strcspn(version, "\n")] = 0;
         char *largv[] = { path, (char *) "list", (char *) "tables", NULL };
-        r = probe_run(largv, 10 * 1000 * 1000, &out);
+        r = runtime_exec_output(largv, 10 * 1000 * 1000, &out);
         if (r != 0) {
                 if (out)
                         out[strcspn(out, "\n")] = 0;

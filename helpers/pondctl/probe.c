@@ -7,66 +7,32 @@
 
 #define PROBE_JSON_VERSION 1
 
-static const char *const backend_table[_PROBE_BACKEND_MAX] = {
-        [PROBE_BACKEND_RUNC] = "runc",
-        [PROBE_BACKEND_RUNSC] = "runsc",
-        [PROBE_BACKEND_KATA] = "kata",
-};
-
-const char *probe_backend_to_string(ProbeBackend b) {
-        return b >= 0 && b < _PROBE_BACKEND_MAX ? backend_table[b] : NULL;
-}
-
-ProbeBackend probe_backend_from_string(const char *s) {
-        for (ProbeBackend b = 0; s && b < _PROBE_BACKEND_MAX; b++)
-                if (streq(backend_table[b], s))
-                        return b;
-        return _PROBE_BACKEND_INVALID;
-}
-
-static int strv_push(char ***l, size_t *n, char *s) {
-        char **t;
-
-        if (!s)
-                return -ENOMEM;
-        t = realloc(*l, (*n + 2) * sizeof *t);
-        if (!t) {
-                free(s);
-                return -ENOMEM;
-        }
-        t[(*n)++] = s;
-        t[*n] = NULL;
-        *l = t;
-        return 0;
-}
-
 /* Only what was shown to work: a backend whose trivial container failed, a controller on a read-only
  * hierarchy, a feature that answered with an error, none of these is advertised. */
 int host_probe_derive_capabilities(HostProbe *p) {
         _cleanup_strv_free_ char **caps = calloc(1, sizeof(char *));
-        size_t n = 0;
         int r = 0;
 
         if (!caps)
                 return -ENOMEM;
-        for (ProbeBackend b = 0; b < _PROBE_BACKEND_MAX && r >= 0; b++)
+        for (size_t b = 0; b < p->n_backends && r >= 0; b++)
                 if (p->backends[b].present && p->backends[b].works)
-                        r = strv_push(&caps, &n, probe_strdupf("sandbox.%s", backend_table[b]));
+                        r = strv_push(&caps, probe_strdupf("sandbox.%s", p->backends[b].name));
         for (ProbeController c = 0; c < _PROBE_CONTROLLER_MAX && r >= 0; c++)
                 if (p->cgroup.usable[c])
-                        r = strv_push(&caps, &n, probe_strdupf("cgroup.%s", probe_controller_to_string(c)));
+                        r = strv_push(&caps, probe_strdupf("cgroup.%s", probe_controller_to_string(c)));
         if (r >= 0 && p->seccomp.available)
-                r = strv_push(&caps, &n, strdup("seccomp"));
+                r = strv_push(&caps, strdup("seccomp"));
         if (r >= 0 && p->landlock_abi > 0)
-                r = strv_push(&caps, &n, probe_strdupf("landlock.abi=%u", p->landlock_abi));
+                r = strv_push(&caps, probe_strdupf("landlock.abi=%u", p->landlock_abi));
         if (r >= 0 && p->nftables.available)
-                r = strv_push(&caps, &n, strdup("nftables"));
+                r = strv_push(&caps, strdup("nftables"));
         if (r >= 0 && p->kvm.available)
-                r = strv_push(&caps, &n, strdup("kvm"));
+                r = strv_push(&caps, strdup("kvm"));
         if (r >= 0 && p->userns.available)
-                r = strv_push(&caps, &n, strdup("userns"));
+                r = strv_push(&caps, strdup("userns"));
         if (r >= 0 && p->systemd.available)
-                r = strv_push(&caps, &n, strdup("systemd"));
+                r = strv_push(&caps, strdup("systemd"));
         if (r < 0)
                 return r;
         strv_freep(&p->capabilities);
@@ -74,20 +40,43 @@ int host_probe_derive_capabilities(HostProbe *p) {
         return 0;
 }
 
-int host_probe(const ProbeOptions *o, HostProbe **ret) {
+int host_probe_new(HostProbe **ret) {
         _cleanup_(host_probe_freep) HostProbe *p = calloc(1, sizeof *p);
-        static const ProbeOptions defaults = {};
-        int r;
 
         if (!p)
                 return -ENOMEM;
+        p->backends = calloc(runtime_provider_count(), sizeof *p->backends);
+        if (!p->backends)
+                return -ENOMEM;
+        RUNTIME_PROVIDER_FOREACH(provider)
+                p->backends[p->n_backends++] = (ProbeBackendResult) { .name = provider->name };
+        *ret = TAKE_PTR(p);
+        return 0;
+}
+
+ProbeBackendResult *host_probe_backend(const HostProbe *p, const char *name) {
+        for (size_t b = 0; b < p->n_backends; b++)
+                if (streq(p->backends[b].name, name))
+                        return &p->backends[b];
+        return NULL;
+}
+
+int host_probe(const ProbeOptions *o, HostProbe **ret) {
+        _cleanup_(host_probe_freep) HostProbe *p = NULL;
+        static const ProbeOptions defaults = {};
+        size_t b = 0;
+        int r;
+
+        r = host_probe_new(&p);
+        if (r < 0)
+                return r;
         o = o ?: &defaults;
         probe_kvm(&p->kvm);
-        for (ProbeBackend b = 0; b < _PROBE_BACKEND_MAX; b++)
-                probe_backend(b, o, &p->backends[b]);
+        RUNTIME_PROVIDER_FOREACH(provider)
+                probe_backend(provider, o, &p->backends[b++]);
         probe_landlock(&p->landlock_abi, &p->landlock_reason);
         probe_seccomp(&p->seccomp);
-        probe_cgroup(o->cgroup_root ?: "/sys/fs/cgroup", &p->cgroup);
+        probe_cgroup(o->cgroup_root ?: CGROUP_ROOT, &p->cgroup);
         probe_nftables(&p->nftables);
         probe_userns(&p->userns);
         probe_systemd(&p->systemd);
@@ -106,12 +95,9 @@ static void feature_done(ProbeFeature *f) {
 HostProbe *host_probe_free(HostProbe *p) {
         if (!p)
                 return NULL;
-        for (ProbeBackend b = 0; b < _PROBE_BACKEND_MAX; b++) {
-                free(p->backends[b].path);
-                free(p->backends[b].version);
-                free(p->backends[b].platform);
-                free(p->backends[b].reason);
-        }
+        for (size_t b = 0; b < p->n_backends; b++)
+                probe_backend_done(&p->backends[b]);
+        free(p->backends);
         for (ProbeController c = 0; c < _PROBE_CONTROLLER_MAX; c++)
                 free(p->cgroup.reason[c]);
         feature_done(&p->kvm);
@@ -186,8 +172,8 @@ int host_probe_to_json(const HostProbe *p, json_object **ret) {
                 return -ENOMEM;
         }
         json_object_object_add(o, "probe_version", json_object_new_int(PROBE_JSON_VERSION));
-        for (ProbeBackend b = 0; b < _PROBE_BACKEND_MAX; b++)
-                json_object_object_add(backends, backend_table[b], backend_json(&p->backends[b]));
+        for (size_t b = 0; b < p->n_backends; b++)
+                json_object_object_add(backends, p->backends[b].name, backend_json(&p->backends[b]));
         json_object_object_add(o, "backends", backends);
         json_object_object_add(o, "kvm", feature_json(&p->kvm, "api_version"));
         json_object_object_add(ll, "available", json_object_new_boolean(p->landlock_abi > 0));
@@ -214,9 +200,9 @@ static void print_feature(FILE *f, const char *name, const ProbeFeature *x) {
 }
 
 void host_probe_print(const HostProbe *p, FILE *f) {
-        for (ProbeBackend b = 0; b < _PROBE_BACKEND_MAX; b++) {
+        for (size_t b = 0; b < p->n_backends; b++) {
                 const ProbeBackendResult *r = &p->backends[b];
-                fprintf(f, "%-10s %s", backend_table[b],
+                fprintf(f, "%-10s %s", r->name,
                         !r->present ? "absent" : r->works ? "works" : "BROKEN");
                 if (r->present)
                         fprintf(f, " (%s, %s)", r->path, r->version ?: "version unknown");

@@ -8,30 +8,13 @@
 #include <stdint.h>
 #include <json-c/json.h>
 
+#include "cgroup-util.h"
 #include "macro.h"
+#include "runtime.h"
 
-typedef enum ProbeBackend {
-        PROBE_BACKEND_RUNC,
-        PROBE_BACKEND_RUNSC,
-        PROBE_BACKEND_KATA,
-        _PROBE_BACKEND_MAX,
-        _PROBE_BACKEND_INVALID = -EINVAL,
-} ProbeBackend;
-
-typedef enum CgroupLayout {
-        CGROUP_LAYOUT_UNIFIED, /* cgroup2 on /sys/fs/cgroup */
-        CGROUP_LAYOUT_HYBRID,  /* v1 controllers, plus cgroup2 on /sys/fs/cgroup/unified */
-        CGROUP_LAYOUT_LEGACY,  /* v1 only */
-        CGROUP_LAYOUT_NONE,    /* nothing recognisable mounted */
-        _CGROUP_LAYOUT_MAX,
-        _CGROUP_LAYOUT_INVALID = -EINVAL,
-} CgroupLayout;
-
-const char *probe_backend_to_string(ProbeBackend b);
-ProbeBackend probe_backend_from_string(const char *s);
-const char *cgroup_layout_to_string(CgroupLayout l);
-
+/* One per runtime provider, in the table's order. */
 typedef struct ProbeBackendResult {
+        const char *name; /* the provider's */
         bool present;    /* the binary exists and is executable */
         char *path;
         char *version;   /* first line of its version output, or NULL */
@@ -67,7 +50,8 @@ typedef struct ProbeCgroup {
 } ProbeCgroup;
 
 typedef struct HostProbe {
-        ProbeBackendResult backends[_PROBE_BACKEND_MAX];
+        ProbeBackendResult *backends;
+        size_t n_backends;
         ProbeFeature kvm;
         unsigned landlock_abi;  /* 0: not available */
         char *landlock_reason;
@@ -79,16 +63,16 @@ typedef struct HostProbe {
         char **capabilities;    /* derived: what this host advertises; NULL-terminated, never NULL */
 } HostProbe;
 
-/* Where the probe looks; NULL means the default. Tests point a backend at a binary that fails. */
+/* Where the probe looks; NULL means the default. Tests point the backends at a binary that fails. */
 typedef struct ProbeOptions {
-        const char *runc;       /* default: POND_RUNC looked up in PATH */
-        const char *runsc;      /* default: runsc in PATH */
-        const char *kata;       /* default: $POND_KATA_RUNTIME, else containerd-shim-kata-v2, kata-runtime */
+        const char *binary;     /* every backend's binary; default: what its provider's locate() finds */
         const char *cgroup_root;/* default: /sys/fs/cgroup */
         uint64_t timeout_usec;  /* per trivial container; default 30 s */
 } ProbeOptions;
 
 int host_probe(const ProbeOptions *o, HostProbe **ret);
+/* An empty probe: one unprobed result per provider (exposed for tests). */
+int host_probe_new(HostProbe **ret);
 HostProbe *host_probe_free(HostProbe *p);
 static inline void host_probe_freep(HostProbe **p) {
         host_probe_free(*p);
@@ -99,11 +83,15 @@ int host_probe_to_json(const HostProbe *p, json_object **ret);
 /* Human-readable, one item per line. */
 void host_probe_print(const HostProbe *p, FILE *f);
 
+/* The result of the provider called name, or NULL. */
+ProbeBackendResult *host_probe_backend(const HostProbe *p, const char *name);
+
 /* Derives p->capabilities from the results (called by host_probe(); exposed for tests). */
 int host_probe_derive_capabilities(HostProbe *p);
 
 /* The pieces, each filling its part of HostProbe (probe-backend.c, probe-kernel.c, probe-cgroup.c). */
-void probe_backend(ProbeBackend b, const ProbeOptions *o, ProbeBackendResult *ret);
+void probe_backend(const RuntimeProvider *provider, const ProbeOptions *o, ProbeBackendResult *ret);
+void probe_backend_done(ProbeBackendResult *r);
 void probe_kvm(ProbeFeature *ret);
 void probe_landlock(unsigned *ret_abi, char **ret_reason);
 void probe_seccomp(ProbeFeature *ret);
@@ -111,12 +99,6 @@ void probe_userns(ProbeFeature *ret);
 void probe_nftables(ProbeFeature *ret);
 void probe_systemd(ProbeFeature *ret);
 void probe_cgroup(const char *root, ProbeCgroup *ret);
-/* The layout a root shows: statfs of root and of root/unified. */
-CgroupLayout probe_cgroup_layout(const char *root);
-
-/* Runs argv (clean environment, stdin /dev/null), killed after timeout_usec. The exit status (>= 0),
- * or -errno; with ret_output, stdout+stderr (at most 64 KiB, NUL-terminated) on success. */
-int probe_run(char **argv, uint64_t timeout_usec, char **ret_output);
 
 /* A malloc'd formatted string, NULL on OOM; for the reasons above. */
 char *probe_strdupf(const char *fmt, ...) _printf_(1, 2);

@@ -1,12 +1,14 @@
-/* cgroup.c: reading a unit's cgroup: OOM kill counters on the v1 memory hierarchy or cgroup v2. */
+/* cgroup.c: reading a unit's cgroup: OOM kill counters on the v1 memory hierarchy or cgroup v2, whichever
+ * the layout (cgroup-util.c) has, and the v1 directories the runtime leaves behind. */
 #include <fcntl.h>
 #include <inttypes.h>
 #include <string.h>
 #include <sys/eventfd.h>
 
+#include "cgroup.h"
+#include "cgroup-util.h"
 #include "fileio.h"
 #include "log.h"
-#include "scope.h"
 
 static int read_counter(int dirfd, const char *file, const char *key, uint64_t *ret) {
         _cleanup_free_ char *buf = NULL;
@@ -44,37 +46,50 @@ static int sum_v1(int dirfd, int depth, uint64_t *sum) {
         return 0;
 }
 
+/* v1 memory where the layout has it; else (or where v1 has no memory hierarchy) the v2 hierarchy, whose
+ * memory.events is hierarchical already. */
 int cgroup_oom_kills(const char *cgroup_path, uint64_t *ret) {
+        CgroupLayout layout = cgroup_layout_detect(CGROUP_ROOT);
         _cleanup_free_ char *v1 = NULL, *v2 = NULL;
         _cleanup_close_ int fd = -EBADF;
         uint64_t sum = 0;
+        int r;
 
-        if (asprintf(&v1, "/sys/fs/cgroup/memory%s", cgroup_path) < 0 ||
-            asprintf(&v2, "/sys/fs/cgroup%s", cgroup_path) < 0)
-                return -ENOMEM;
-        fd = open(v1, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd >= 0) {
-                int r = sum_v1(fd, 0, &sum);
+        if (cgroup_layout_has_v1(layout)) {
+                r = cgroup_v1_path(CGROUP_ROOT, "memory", cgroup_path, &v1);
                 if (r < 0)
                         return r;
-                *ret = sum;
-                return 0;
+                fd = open(v1, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (fd >= 0) {
+                        r = sum_v1(fd, 0, &sum);
+                        if (r < 0)
+                                return r;
+                        *ret = sum;
+                        return 0;
+                }
+                if (layout == CGROUP_LAYOUT_LEGACY)
+                        return -errno;
         }
+        r = cgroup_v2_path(CGROUP_ROOT, layout, cgroup_path, &v2);
+        if (r < 0)
+                return r;
         fd = open(v2, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
-        /* v2 memory.events is hierarchical already. */
         return read_counter(fd, "memory.events", "oom_kill", ret);
 }
 
 /* The runtime creates the payload's cgroup in every v1 hierarchy, also where systemd does not manage the
  * scope, and removes only the leaf: remove the empty directories left there (rmdir only: a non-empty
- * cgroup stays and is reported). */
+ * cgroup stays and is reported). A unified layout has no such hierarchies. */
 int cgroup_remove_leftovers(const char *scope_cgroup) {
-        _cleanup_closedir_ DIR *d = opendir("/sys/fs/cgroup");
+        _cleanup_closedir_ DIR *d = NULL;
         struct dirent *de;
         int r = 0;
 
+        if (!cgroup_layout_has_v1(cgroup_layout_detect(CGROUP_ROOT)))
+                return 0;
+        d = opendir(CGROUP_ROOT);
         if (!d)
                 return -errno;
         while ((de = readdir(d))) {
@@ -82,8 +97,8 @@ int cgroup_remove_leftovers(const char *scope_cgroup) {
 
                 if (de->d_name[0] == '.')
                         continue;
-                if (asprintf(&leaf, "/sys/fs/cgroup/%s%s/payload", de->d_name, scope_cgroup) < 0 ||
-                    asprintf(&scope, "/sys/fs/cgroup/%s%s", de->d_name, scope_cgroup) < 0)
+                if (cgroup_v1_path(CGROUP_ROOT, de->d_name, scope_cgroup, &scope) < 0 ||
+                    asprintf(&leaf, "%s/payload", scope) < 0)
                         return -ENOMEM;
                 if (rmdir(leaf) < 0 && errno != ENOENT && errno != ENOTDIR)
                         r = log_debug_errno(errno, "Cannot remove %s: %m", leaf);
@@ -102,8 +117,11 @@ int cgroup_oom_watch(const char *cgroup_path, int *ret_eventfd) {
         char line[64];
         int r;
 
-        if (asprintf(&dir, "/sys/fs/cgroup/memory%s", cgroup_path) < 0)
-                return -ENOMEM;
+        if (!cgroup_layout_has_v1(cgroup_layout_detect(CGROUP_ROOT)))
+                return -ENOENT;
+        r = cgroup_v1_path(CGROUP_ROOT, "memory", cgroup_path, &dir);
+        if (r < 0)
+                return r;
         dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd < 0)
                 return -errno;

@@ -1,6 +1,7 @@
 /* log.h: one way to report. Helpers log once at the top and return; library code logs at debug at most.
- * Every message goes to stderr (which systemd forwards to the journal for units). Structured audit
- * records (POND_EVENT=...) go to the journal directly through pond_event() in audit.h. */
+ * Every message goes to stderr (which systemd forwards to the journal for units; there each line carries
+ * its "<N>" syslog priority, see log.c). Structured audit records (POND_EVENT=...) go to the journal
+ * directly through pond_event() in audit.h. */
 #pragma once
 
 #include <stdarg.h>

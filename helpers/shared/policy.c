@@ -9,6 +9,7 @@
 #include "json-strict.h"
 #include "log.h"
 #include "policy.h"
+#include "runtime.h"
 #include "seccomp-check.h"
 
 static const char *const fs_posture_table[_FS_POSTURE_MAX] = {
@@ -346,6 +347,34 @@ static int load_json(const char *dir, const char *name, json_object **ret, char 
         return 0;
 }
 
+/* A profile may only name backends this build has a provider for: a policy that could send a job to a
+ * backend nothing implements is refused when it is loaded, not when a job asks for that backend. */
+static int policy_check_providers(const Policy *p, char **ret_error) {
+        json_object *profiles = NULL;
+        char known[128] = "";
+
+        RUNTIME_PROVIDER_FOREACH(provider)
+                snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", known[0] ? ", " : "",
+                         provider->name);
+        if (!json_object_object_get_ex(p->profiles, "profiles", &profiles))
+                return 0;
+        json_object_object_foreach(profiles, name, prof) {
+                json_object *backends = NULL;
+
+                if (!json_object_object_get_ex(prof, "backends", &backends) ||
+                    !json_object_is_type(backends, json_type_array))
+                        continue;
+                for (size_t i = 0; i < json_object_array_length(backends); i++) {
+                        const char *b = json_object_get_string(json_object_array_get_idx(backends, i));
+                        if (!runtime_provider_find(b))
+                                return error_set(ret_error, -EINVAL, "policy: profile %s names backend '%s', "
+                                                 "which no runtime provider implements (implemented: %s)",
+                                                 name, b ?: "(none)", known);
+                }
+        }
+        return 0;
+}
+
 int policy_load(const char *dir, Policy **ret, char **ret_error) {
         _cleanup_(policy_freep) Policy *p = NULL;
         int r;
@@ -360,6 +389,9 @@ int policy_load(const char *dir, Policy **ret, char **ret_error) {
         if (r < 0)
                 return r;
         r = policy_validate(p, ret_error);
+        if (r < 0)
+                return r;
+        r = policy_check_providers(p, ret_error);
         if (r < 0)
                 return r;
         r = seccomp_policy_check(p->seccomp, ret_error);

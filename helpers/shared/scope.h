@@ -5,6 +5,7 @@
 #include <sys/types.h>
 #include <systemd/sd-bus.h>
 
+#include "cgroup.h" /* cgroup_* were declared here; pond-run still finds them through scope.h */
 #include "policy.h"
 #include "unit-name.h"  /* POND_SLICE */
 
@@ -39,14 +40,3 @@ int unit_stop(sd_bus *bus, const char *unit);
 
 /* The unit's cgroup path relative to a hierarchy root (the ControlGroup property). */
 int unit_cgroup_path(sd_bus *bus, const char *unit, char **ret);
-
-/* Number of OOM kills recorded for a cgroup (v1 memory.oom_control or v2 memory.events), summed over
- * the cgroup and its descendants, since v1 counts a kill only where the limit was hit. */
-int cgroup_oom_kills(const char *cgroup_path, uint64_t *ret);
-
-/* An eventfd that becomes readable when the v1 memcg at cgroup_path hits OOM. -ENOENT without v1 memory. */
-int cgroup_oom_watch(const char *cgroup_path, int *ret_eventfd);
-
-/* rmdir()s what the runtime left of the payload's cgroup in hierarchies systemd does not manage. */
-int cgroup_remove_leftovers(const char *scope_cgroup);
-

@@ -4,80 +4,67 @@
  * size-capped tmpfs, which is the job's disk quota and the change set collected afterwards. */
 #include <fcntl.h>
 #include <sched.h>
-#include <signal.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 
 #include "fileio.h"
 #include "log.h"
 #include "oci.h"
+#include "process-util.h"
 #include "stage.h"
 
-/* A user namespace mapping uid/gid owner -> JOB_UID/JOB_GID, as an fd for MOUNT_ATTR_IDMAP. The helper
- * process only exists to own the namespace while we open it. */
-static int userns_for_owner(uid_t uid, gid_t gid, int *ret_fd) {
-        int sync_pipe[2];
+/* Writes "inside outside 1" to /proc/PID/{uid,gid}_map: which is "uid_map" or "gid_map". */
+static int write_id_map(pid_t pid, const char *which, unsigned inside, unsigned outside) {
+        _cleanup_close_ int fd = -EBADF;
         char path[64], map[64];
-        pid_t pid;
-        int fd = -EBADF, r = 0;
-        char c;
+
+        snprintf(path, sizeof path, "/proc/%d/%s", (int) pid, which);
+        snprintf(map, sizeof map, "%u %u 1\n", inside, outside);
+        fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        return write_all(fd, map, strlen(map));
+}
+
+/* A user namespace mapping uid/gid owner -> JOB_UID/JOB_GID, as an fd for MOUNT_ATTR_IDMAP. The helper
+ * process only exists to own the namespace while we open it; it is killed and reaped on every path. */
+static int userns_for_owner(uid_t uid, gid_t gid, int *ret_fd) {
+        _cleanup_(sigkill_waitp) PidRef child = PIDREF_NULL;
+        _cleanup_close_ int rd = -EBADF, wr = -EBADF;
+        int sync_pipe[2], fd, r;
+        char path[64], c;
 
         if (pipe2(sync_pipe, O_CLOEXEC) < 0)
                 return -errno;
-        pid = fork();
-        if (pid < 0) {
-                r = -errno;
-                goto out;
-        }
-        if (pid == 0) {
-                close(sync_pipe[0]);
+        rd = sync_pipe[0];
+        wr = sync_pipe[1];
+        r = safe_fork_full("(pond-userns)", NULL, &wr, 1,
+                           FORK_RESET_SIGNALS | FORK_DEATHSIG | FORK_CLOSE_ALL_FDS, &child);
+        if (r < 0)
+                return r;
+        if (r == 0) {
                 if (unshare(CLONE_NEWUSER) < 0)
                         _exit(1);
-                (void) write(sync_pipe[1], "x", 1);
+                (void) write(wr, "x", 1);
                 pause();
                 _exit(0);
         }
-        close(sync_pipe[1]);
-        sync_pipe[1] = -1;
-        if (read(sync_pipe[0], &c, 1) != 1) {
-                r = -EPERM;
-                goto kill;
-        }
-        snprintf(path, sizeof path, "/proc/%d/uid_map", (int) pid);
-        snprintf(map, sizeof map, "%u %u 1\n", (unsigned) uid, (unsigned) JOB_UID);
-        {
-                _cleanup_close_ int m = open(path, O_WRONLY | O_CLOEXEC);
-                if (m < 0 || write_all(m, map, strlen(map)) < 0) {
-                        r = negative_errno();
-                        goto kill;
-                }
-        }
-        snprintf(path, sizeof path, "/proc/%d/gid_map", (int) pid);
-        snprintf(map, sizeof map, "%u %u 1\n", (unsigned) gid, (unsigned) JOB_GID);
-        {
-                _cleanup_close_ int m = open(path, O_WRONLY | O_CLOEXEC);
-                if (m < 0 || write_all(m, map, strlen(map)) < 0) {
-                        r = negative_errno();
-                        goto kill;
-                }
-        }
-        snprintf(path, sizeof path, "/proc/%d/ns/user", (int) pid);
+        wr = safe_close(wr);
+        /* EOF: the child could not unshare and exited. */
+        if (read(rd, &c, 1) != 1)
+                return -EPERM;
+        r = write_id_map(child.pid, "uid_map", (unsigned) uid, (unsigned) JOB_UID);
+        if (r < 0)
+                return r;
+        r = write_id_map(child.pid, "gid_map", (unsigned) gid, (unsigned) JOB_GID);
+        if (r < 0)
+                return r;
+        snprintf(path, sizeof path, "/proc/%d/ns/user", (int) child.pid);
         fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
-                r = -errno;
-kill:
-        kill(pid, SIGKILL);
-        (void) waitpid(pid, NULL, 0);
-out:
-        safe_close(sync_pipe[0]);
-        safe_close(sync_pipe[1]);
-        if (r < 0) {
-                safe_close(fd);
-                return r;
-        }
+                return -errno;
         *ret_fd = fd;
         return 0;
 }

@@ -18,24 +18,62 @@ TEST(lookup_by_name_never_substitutes) {
         ASSERT_TRUE(runtime_provider_find(NULL) == NULL);
 }
 
+static bool has_kvm(void) {
+        int kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+        safe_close(kvm);
+        return kvm >= 0;
+}
+
 TEST(refuses_here_with_a_reason) {
         _cleanup_free_ char *reason = NULL, *runtime = NULL;
-        int kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
-        bool has_kvm = kvm >= 0;
+        bool kvm = has_kvm();
 
-        safe_close(kvm);
-        if (has_kvm && kata_runtime_path(&runtime) >= 0)
+        if (kvm && kata_runtime_path(&runtime) >= 0)
                 TEST_SKIP("this host has KVM and a Kata runtime: Kata can run here");
         ASSERT_ERROR(EOPNOTSUPP, runtime_kata.check(&reason));
-        ASSERT_CONTAINS(has_kvm ? "no Kata runtime" : "/dev/kvm", reason);
+        ASSERT_CONTAINS(kvm ? "no Kata runtime" : "/dev/kvm", reason);
         ASSERT_CONTAINS("refusing", reason);
 }
 
+/* The provider's check() refuses, not only the lookup: with KVM because the runtime is missing, without
+ * KVM because KVM is (the check looks at /dev/kvm first). */
 TEST(refuses_without_a_runtime) {
-        _cleanup_free_ char *path = NULL;
+        _cleanup_free_ char *path = NULL, *reason = NULL;
+        int r;
 
-        setenv("POND_KATA_RUNTIME", "/nonexistent/kata-runtime", 1); /* this test's process only */
-        ASSERT_TRUE(kata_runtime_path(&path) < 0);
+        setenv("POND_KATA_RUNTIME", "/nonexistent/kata-runtime", 1);
+        r = kata_runtime_path(&path);
+        ASSERT_TRUE(r < 0);
+        r = runtime_kata.check(&reason);
+        unsetenv("POND_KATA_RUNTIME");
+        ASSERT_ERROR(EOPNOTSUPP, r);
+        ASSERT_CONTAINS(has_kvm() ? "no Kata runtime" : "/dev/kvm", reason);
+        ASSERT_CONTAINS("refusing", reason);
+}
+
+/* The containerd shim is found (the probe reports it) but never driven: pond needs the OCI command line. */
+TEST(refuses_the_containerd_shim) {
+        char dir[] = "/tmp/pond-test-kata.XXXXXX", shim[64];
+        _cleanup_free_ char *path = NULL, *reason = NULL, *located = NULL, *why = NULL;
+        int fd, r_locate, r_path, r_check;
+
+        ASSERT_TRUE(mkdtemp(dir) != NULL);
+        snprintf(shim, sizeof shim, "%s/containerd-shim-kata-v2", dir);
+        fd = open(shim, O_WRONLY | O_CREAT | O_CLOEXEC, 0755);
+        safe_close(fd);
+        /* Everything under the variable first: a failed assertion must not leave it set for later tests. */
+        setenv("POND_KATA_RUNTIME", shim, 1);
+        r_locate = runtime_kata.locate(&located, &why);
+        r_path = kata_runtime_path(&path);
+        r_check = runtime_kata.check(&reason);
+        unsetenv("POND_KATA_RUNTIME");
+        ASSERT_OK(rm_rf_at(AT_FDCWD, dir));
+        ASSERT_TRUE(fd >= 0);
+        ASSERT_OK(r_locate);
+        ASSERT_STREQ(shim, located);
+        ASSERT_ERROR(EOPNOTSUPP, r_path);
+        ASSERT_ERROR(EOPNOTSUPP, r_check);
+        ASSERT_CONTAINS("refusing", reason);
 }
 
 static void touch(const char *dir, const char *name) {

@@ -5,16 +5,35 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 
 #include "fileio.h"
 #include "log.h"
 #include "net.h"
+#include "process-util.h"
+
+/* The child unshares only the network: the bind mount lands in our mount namespace. */
+static int netns_bind(const char *path) {
+        _cleanup_(sigkill_waitp) PidRef child = PIDREF_NULL;
+        siginfo_t si;
+        int r;
+
+        r = safe_fork("(pond-netns)", FORK_RESET_SIGNALS | FORK_DEATHSIG | FORK_CLOSE_ALL_FDS, &child);
+        if (r < 0)
+                return r;
+        if (r == 0) {
+                if (unshare(CLONE_NEWNET) < 0 || mount("/proc/self/ns/net", path, NULL, MS_BIND, NULL) < 0)
+                        _exit(1);
+                _exit(0);
+        }
+        r = pidref_wait(&child, USEC_INFINITY, &si);
+        if (r < 0 || !siginfo_exited_ok(&si))
+                return -EPERM;
+        return 0;
+}
 
 int netns_create(const char *path) {
         _cleanup_close_ int fd = -EBADF;
-        int status, r;
-        pid_t pid;
+        int r;
 
         r = mkdir_p(NET_NETNS_DIR, 0755);
         if (r < 0)
@@ -22,25 +41,12 @@ int netns_create(const char *path) {
         fd = open(path, O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0);
         if (fd < 0)
                 return log_debug_errno(errno, "Cannot create %s: %m", path);
-        /* The child unshares only the network: the bind mount lands in our mount namespace. */
-        pid = fork();
-        if (pid < 0) {
-                r = -errno;
-                goto fail;
-        }
-        if (pid == 0) {
-                if (unshare(CLONE_NEWNET) < 0 || mount("/proc/self/ns/net", path, NULL, MS_BIND, NULL) < 0)
-                        _exit(1);
-                _exit(0);
-        }
-        if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-                r = -EPERM;
-                goto fail;
+        r = netns_bind(path);
+        if (r < 0) {
+                (void) unlink(path);
+                return log_debug_errno(r, "Cannot create the network namespace %s: %m", path);
         }
         return 0;
-fail:
-        (void) unlink(path);
-        return log_debug_errno(r, "Cannot create the network namespace %s: %m", path);
 }
 
 int netns_remove(const char *path) {

@@ -9,11 +9,11 @@
 #include <netlink/route/link/veth.h>
 #include <sched.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include "fileio.h"
 #include "log.h"
 #include "net.h"
+#include "process-util.h"
 
 static void nl_socket_freep(struct nl_sock **s) {
         if (*s)
@@ -97,12 +97,14 @@ static void ipv6_off(const char *ifname) {
 
 /* Inside the job's namespace (a forked child that setns()es): eth0's address, eth0 and lo up. */
 static int configure_inside(const char *netns_path, const NetLease *lease) {
-        int status;
-        pid_t pid = fork();
+        _cleanup_(sigkill_waitp) PidRef child = PIDREF_NULL;
+        siginfo_t si;
+        int r;
 
-        if (pid < 0)
-                return -errno;
-        if (pid == 0) {
+        r = safe_fork("(pond-veth)", FORK_RESET_SIGNALS | FORK_DEATHSIG | FORK_CLOSE_ALL_FDS, &child);
+        if (r < 0)
+                return r;
+        if (r == 0) {
                 _cleanup_(nl_socket_freep) struct nl_sock *s = NULL;
                 int fd = open(netns_path, O_RDONLY | O_CLOEXEC);
                 if (fd < 0 || setns(fd, CLONE_NEWNET) < 0 || route_socket(&s) < 0)
@@ -113,9 +115,10 @@ static int configure_inside(const char *netns_path, const NetLease *lease) {
                         _exit(2);
                 _exit(0);
         }
-        if (waitpid(pid, &status, 0) < 0)
-                return -errno;
-        return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
+        r = pidref_wait(&child, USEC_INFINITY, &si);
+        if (r < 0)
+                return r;
+        return siginfo_exited_ok(&si) ? 0 : -EIO;
 }
 
 int veth_setup(const char *netns_path, const char *host_ifname, const NetLease *lease) {

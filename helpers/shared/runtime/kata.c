@@ -1,7 +1,8 @@
 /* kata.c: the Kata Containers provider: each job in its own lightweight VM, Firecracker preferred over
  * QEMU. It needs /dev/kvm and a Kata runtime with the OCI command line (create/start/delete), named by
- * POND_KATA_RUNTIME or found as kata-runtime. Where either is missing it refuses with the reason: a job
- * that asked for a VM never silently runs on a shared kernel (a hardened provider never falls back). */
+ * POND_KATA_RUNTIME or found as kata-runtime (containerd-shim-kata-v2, which only containerd can drive, is
+ * found but refused). Where either is missing it refuses with the reason: a job that asked for a VM never
+ * silently runs on a shared kernel (a hardened provider never falls back). */
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,13 +16,71 @@ static const char *const kata_configs[] = {
         "configuration.toml",
 };
 
+#define KATA_SHIM "containerd-shim-kata-v2"
+
 static const char *kata_config_dir(void) {
         return getenv("POND_KATA_CONFIG_DIR") ?: "/etc/kata-containers";
 }
 
-int kata_runtime_path(char **ret) {
+/* In order of preference: kata-runtime has the OCI command line pond drives; the containerd shim runs only
+ * under containerd and is looked for so that the probe can say it is there but cannot be used. */
+static const char *const kata_candidates[] = { "kata-runtime", KATA_SHIM };
+
+static bool kata_is_shim(const char *path) {
+        const char *slash = strrchr(path, '/');
+        return streq(slash ? slash + 1 : path, KATA_SHIM);
+}
+
+/* POND_KATA_RUNTIME if set, else the first candidate in PATH. */
+static int kata_locate(char **ret_path, char **ret_reason) {
         const char *explicit_path = getenv("POND_KATA_RUNTIME");
-        return find_binary(explicit_path ?: "kata-runtime", ret);
+        int r;
+
+        if (explicit_path && *explicit_path) {
+                r = find_binary(explicit_path, ret_path);
+                if (r < 0 && ret_reason &&
+                    asprintf(ret_reason, "%s not found or not executable", explicit_path) < 0)
+                        *ret_reason = NULL;
+                return r;
+        }
+        r = find_binary_candidates(kata_candidates, ELEMENTSOF(kata_candidates), ret_path);
+        if (r < 0 && ret_reason)
+                *ret_reason = strdup("no Kata runtime: neither " KATA_SHIM " nor kata-runtime is in PATH and "
+                                     "POND_KATA_RUNTIME is not set");
+        return r;
+}
+
+int kata_runtime_path(char **ret) {
+        _cleanup_free_ char *path = NULL;
+        int r;
+
+        r = kata_locate(&path, NULL);
+        if (r < 0)
+                return r;
+        if (kata_is_shim(path))
+                return -EOPNOTSUPP;
+        *ret = TAKE_PTR(path);
+        return 0;
+}
+
+/* Kata is a VM: without KVM it cannot run at all, and the containerd shim cannot be driven without
+ * containerd, so only kata-runtime's OCI command line gets a trivial run. */
+static void kata_probe(const char *binary, const char *tmpdir, uint64_t timeout_usec, RuntimeProbe *ret) {
+        _cleanup_close_ int kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+
+        *ret = (RuntimeProbe) {};
+        if (kvm < 0) {
+                if (asprintf(&ret->reason, "Kata requires KVM: /dev/kvm: %s", strerror(errno)) < 0)
+                        ret->reason = NULL;
+                return;
+        }
+        if (kata_is_shim(binary)) {
+                ret->platform = strdup("containerd-shim-v2");
+                ret->reason = strdup(KATA_SHIM " runs only under containerd; pond drives kata-runtime");
+                return;
+        }
+        ret->platform = strdup("kata-runtime");
+        runtime_probe_oci_cli(binary, tmpdir, timeout_usec, ret);
 }
 
 /* The first configuration that exists, in order of preference; NULL: the runtime's built-in default. */
@@ -121,6 +180,8 @@ static int kata_adjust_config(const ResolvedPolicy *r, json_object *config) {
 
 const RuntimeProvider runtime_kata = {
         .name = "kata",
+        .locate = kata_locate,
+        .probe = kata_probe,
         .check = kata_check,
         .create_argv = kata_create_argv,
         .start_argv = kata_start_argv,

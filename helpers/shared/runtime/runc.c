@@ -7,9 +7,23 @@
 #include "macro.h"
 #include "runtime.h"
 
+/* One candidate: the build's runc (-Drunc=, absolute or looked up in PATH). */
+static int runc_locate(char **ret_path, char **ret_reason) {
+        int r = find_binary(POND_RUNC, ret_path);
+
+        if (r < 0 && ret_reason)
+                *ret_reason = strdup(POND_RUNC " not found or not executable");
+        return r;
+}
+
+static void runc_probe(const char *binary, const char *tmpdir, uint64_t timeout_usec, RuntimeProbe *ret) {
+        *ret = (RuntimeProbe) {};
+        runtime_probe_oci_cli(binary, tmpdir, timeout_usec, ret);
+}
+
 static int runc_check(char **ret_reason) {
         _cleanup_free_ char *path = NULL;
-        int r = find_binary(POND_RUNC, &path);
+        int r = runc_locate(&path, NULL);
 
         if (r < 0 && ret_reason)
                 *ret_reason = strdup("runc is not installed (" POND_RUNC " not found in PATH)");
@@ -31,6 +45,8 @@ static int runc_delete_argv(const RuntimeJob *j, char ***ret) {
 
 const RuntimeProvider runtime_runc = {
         .name = "runc",
+        .locate = runc_locate,
+        .probe = runc_probe,
         .check = runc_check,
         .create_argv = runc_create_argv,
         .start_argv = runc_start_argv,

@@ -1,6 +1,7 @@
 /* runsc.c: the gVisor provider. The same bundle as runc, run in gVisor's user-space kernel. The platform
- * (systrap where this runsc has it and it works, else ptrace) is probed once per boot by running a trivial
- * sandbox, and cached under the runtime directory; a host where no platform works refuses the backend.
+ * (systrap where this runsc has it and it works, else ptrace) is probed by running a trivial sandbox: once
+ * per boot for jobs, cached under the runtime directory, and afresh by pondctl probe; a host where no
+ * platform works refuses the backend.
  * --oci-seccomp makes runsc apply the OCI seccomp profile inside the sandbox too (it ignores it
  * otherwise). */
 #include <fcntl.h>
@@ -14,54 +15,104 @@
 #include "runtime.h"
 
 #define RUNSC "runsc"
-#define PROBE_USEC (60ULL * 1000 * 1000)
+#define PLATFORM_PROBE_USEC (60ULL * 1000 * 1000)
 
+/* In order of preference: systrap is gVisor's fast platform but unknown to older runsc; ptrace works
+ * wherever ptrace does. */
 static const char *const platforms[] = { "systrap", "ptrace" };
+
+static int runsc_locate(char **ret_path, char **ret_reason) {
+        int r = find_binary(RUNSC, ret_path);
+
+        if (r < 0 && ret_reason)
+                *ret_reason = strdup(RUNSC " not found or not executable");
+        return r;
+}
+
+/* Each platform in turn runs `runsc do true` in a root of its own below tmpdir; the first that works is
+ * the platform, else the reason names what each one said. Used by the job path (once per boot, cached)
+ * and by pondctl probe (every time). */
+static void runsc_probe(const char *binary, const char *tmpdir, uint64_t timeout_usec, RuntimeProbe *ret) {
+        _cleanup_free_ char *tried = NULL;
+
+        *ret = (RuntimeProbe) {};
+        for (size_t i = 0; i < ELEMENTSOF(platforms); i++) {
+                _cleanup_free_ char *root = NULL, *opt = NULL, *prev = NULL;
+                RuntimeProbe one = {};
+
+                if (asprintf(&root, "%s/runsc-%s", tmpdir, platforms[i]) < 0 ||
+                    asprintf(&opt, "--platform=%s", platforms[i]) < 0 || mkdir(root, 0700) < 0)
+                        return;
+                char *argv[] = { (char *) binary, (char *) "--root", root, (char *) "--network=none", opt,
+                                 (char *) "do", (char *) "true", NULL };
+                runtime_probe_run(argv, timeout_usec, &one);
+                if (one.works) {
+                        runtime_probe_done(&one);
+                        ret->works = true;
+                        ret->platform = strdup(platforms[i]);
+                        return;
+                }
+                prev = TAKE_PTR(tried);
+                if (asprintf(&tried, "%s%s%s: %s", prev ?: "", prev ? "; " : "", platforms[i],
+                             one.reason ?: "?") < 0)
+                        tried = NULL;
+                runtime_probe_done(&one);
+        }
+        ret->reason = TAKE_PTR(tried);
+}
 
 static char *cache_path(void) {
         char *p = NULL;
         return asprintf(&p, "%s/runsc-platform", getenv("POND_RUNDIR") ?: POND_RUNDIR) < 0 ? NULL : p;
 }
 
-static int probe_platform(const char *platform) {
-        _cleanup_strv_free_ char **argv = NULL;
-        char root[] = "/tmp/pond-runsc-probe.XXXXXX";
-        int r;
+static const char *cache_read(const char *cache) {
+        _cleanup_free_ char *cached = NULL;
 
-        if (!mkdtemp(root))
-                return -errno;
-        r = strv_build(&argv, RUNSC, "--root", root, "--network=none", "--platform", platform, "do", "true", NULL);
-        if (r >= 0)
-                r = runtime_exec(argv, PROBE_USEC);
-        (void) rm_rf_at(AT_FDCWD, root);
-        return r;
+        if (read_full_file(cache, 64, &cached, NULL) < 0)
+                return NULL;
+        for (size_t i = 0; i < ELEMENTSOF(platforms); i++) {
+                size_t n = strlen(platforms[i]);
+                if (strncmp(cached, platforms[i], n) == 0 && cached[n] == '\n')
+                        return platforms[i];
+        }
+        return NULL;
+}
+
+static void cache_write(char *cache, const char *platform) {
+        _cleanup_close_ int dfd = -EBADF;
+        char line[32];
+        char *slash = strrchr(cache, '/');
+
+        *slash = 0;
+        (void) mkdir_p(cache, 0700);
+        dfd = open(cache, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        snprintf(line, sizeof line, "%s\n", platform);
+        if (dfd >= 0)
+                (void) write_file_atomic_at(dfd, "runsc-platform", line, strlen(line), 0644);
 }
 
 /* The platform this host runs gVisor with; cached so that only the first job of a boot pays for it. */
 static int runsc_platform(const char **ret) {
-        _cleanup_free_ char *cache = cache_path(), *cached = NULL;
+        _cleanup_(runtime_probe_done) RuntimeProbe probe = {};
+        _cleanup_free_ char *cache = cache_path();
+        char root[] = "/tmp/pond-runsc-probe.XXXXXX";
+        const char *cached;
 
         if (!cache)
                 return -ENOMEM;
-        if (read_full_file(cache, 64, &cached, NULL) >= 0)
-                for (size_t i = 0; i < ELEMENTSOF(platforms); i++)
-                        if (strncmp(cached, platforms[i], strlen(platforms[i])) == 0 &&
-                            cached[strlen(platforms[i])] == '\n') {
-                                *ret = platforms[i];
-                                return 0;
-                        }
-        for (size_t i = 0; i < ELEMENTSOF(platforms); i++)
-                if (probe_platform(platforms[i]) == 0) {
-                        _cleanup_close_ int dfd = -EBADF;
-                        char line[32];
-                        char *slash = strrchr(cache, '/');
-
-                        *slash = 0;
-                        (void) mkdir_p(cache, 0700);
-                        dfd = open(cache, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                        snprintf(line, sizeof line, "%s\n", platforms[i]);
-                        if (dfd >= 0)
-                                (void) write_file_atomic_at(dfd, "runsc-platform", line, strlen(line), 0644);
+        cached = cache_read(cache);
+        if (cached) {
+                *ret = cached;
+                return 0;
+        }
+        if (!mkdtemp(root))
+                return -errno;
+        runsc_probe(RUNSC, root, PLATFORM_PROBE_USEC, &probe);
+        (void) rm_rf_at(AT_FDCWD, root);
+        for (size_t i = 0; probe.works && i < ELEMENTSOF(platforms); i++)
+                if (probe.platform && streq(probe.platform, platforms[i])) {
+                        cache_write(cache, platforms[i]);
                         *ret = platforms[i];
                         return 0;
                 }
@@ -73,7 +124,7 @@ static int runsc_check(char **ret_reason) {
         const char *platform;
         int r;
 
-        r = find_binary(RUNSC, &path);
+        r = runsc_locate(&path, NULL);
         if (r < 0) {
                 if (ret_reason)
                         *ret_reason = strdup("runsc (gVisor) is not installed on this worker");
@@ -149,6 +200,8 @@ static void runsc_forget(const RuntimeJob *j) {
 
 const RuntimeProvider runtime_runsc = {
         .name = "runsc",
+        .locate = runsc_locate,
+        .probe = runsc_probe,
         .check = runsc_check,
         .create_argv = runsc_create_argv,
         .start_argv = runsc_start_argv,

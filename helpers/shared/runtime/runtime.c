@@ -2,27 +2,32 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
-#include <time.h>
 
 #include "log.h"
+#include "process-util.h"
 #include "runtime.h"
 
-static const RuntimeProvider *const providers[] = {
+#define RUNTIME_OUTPUT_MAX (64 * 1024)
+
+const RuntimeProvider *const runtime_providers[] = {
         &runtime_runc,
         &runtime_runsc,
         &runtime_kata,
+        NULL,
 };
+
+size_t runtime_provider_count(void) {
+        return ELEMENTSOF(runtime_providers) - 1;
+}
 
 const RuntimeProvider *runtime_provider_find(const char *name) {
         if (!name)
                 return NULL;
-        for (size_t i = 0; i < ELEMENTSOF(providers); i++)
-                if (streq(providers[i]->name, name))
-                        return providers[i];
+        RUNTIME_PROVIDER_FOREACH(p)
+                if (streq(p->name, name))
+                        return p;
         return NULL;
 }
 
@@ -49,11 +54,25 @@ int find_binary(const char *name, char **ret) {
         return -ENOENT;
 }
 
+int find_binary_candidates(const char *const *names, size_t n, char **ret) {
+        for (size_t i = 0; i < n; i++) {
+                int r = find_binary(names[i], ret);
+                if (r != -ENOENT && r != -EACCES)
+                        return r;
+        }
+        return -ENOENT;
+}
+
 /* Runtimes get an environment of their own, never the supervisor's: runc acts on NOTIFY_SOCKET (it would
  * bind systemd's notification socket into the container and make `runc start` wait for READY=1). */
 char **runtime_environ(void) {
         static char *env[] = { (char *) "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", NULL };
         return env;
+}
+
+void runtime_execv(char **argv) {
+        execvpe(argv[0], argv, runtime_environ());
+        _exit(127);
 }
 
 void runtime_exec_child(char **argv) {
@@ -63,44 +82,99 @@ void runtime_exec_child(char **argv) {
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
         /* Nothing but stdio reaches the runtime, and through it the container. */
-        (void) syscall(SYS_close_range, 3, ~0U, 0);
-        execvpe(argv[0], argv, runtime_environ());
-        _exit(127);
+        (void) close_all_fds(NULL, 0);
+        runtime_execv(argv);
 }
 
+/* The runtime is killed with its supervisor: a step nobody waits for must not go on alone. Nothing but
+ * stdio reaches it, and through it the container; the supervisor's blocked signals do not either. */
 int runtime_exec(char **argv, uint64_t timeout_usec) {
-        _cleanup_close_ int pidfd = -EBADF;
-        int status;
-        pid_t pid;
+        static const int stdio[3] = { -EBADF, STDERR_FILENO, STDERR_FILENO };
+        _cleanup_(sigkill_waitp) PidRef child = PIDREF_NULL;
+        siginfo_t si;
+        int r;
 
-        pid = fork();
-        if (pid < 0)
-                return -errno;
-        if (pid == 0) {
-                int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        r = safe_fork_full(NULL, stdio, NULL, 0, FORK_EXEC_FLAGS | FORK_REARRANGE_STDIO, &child);
+        if (r < 0)
+                return r;
+        if (r == 0)
+                runtime_execv(argv);
+        r = pidref_wait_or_kill(&child, timeout_usec, &si);
+        if (r < 0)
+                return r;
+        if (r > 0)
+                log_debug("%s timed out, killed it", argv[0]);
+        return si.si_code == CLD_EXITED ? si.si_status : -ECANCELED;
+}
 
-                if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
-                        _exit(127);
-                runtime_exec_child(argv);
-        }
-        pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
-        if (pidfd >= 0) {
-                struct pollfd p = { .fd = pidfd, .events = POLLIN };
-                int ms = (int) (timeout_usec / 1000);
-                int k;
-                while ((k = poll(&p, 1, ms)) < 0 && errno == EINTR)
-                        ;
-                if (k == 0) {
-                        log_debug("%s timed out, killing it", argv[0]);
-                        kill(pid, SIGKILL);
+/* Collects the child's output until it exits or the deadline passes. Helpers a runtime leaves behind
+ * may hold the pipe open, so the child's exit (its pidfd), not EOF, ends the wait. */
+static void collect_output(const PidRef *child, int fd, uint64_t deadline, char *buf, size_t *len) {
+        bool exited = false;
+
+        (void) fcntl(fd, F_SETFL, O_NONBLOCK);
+        for (;;) {
+                struct pollfd p[2] = {
+                        { .fd = fd, .events = POLLIN },
+                        { .fd = child->fd, .events = POLLIN },
+                };
+                uint64_t now = clock_usec(CLOCK_MONOTONIC);
+                char scratch[4096];
+                ssize_t n;
+
+                if (!exited && now >= deadline)
+                        return;
+                if (poll(p, 2, exited ? 0 : (int) ((deadline - now) / 1000 + 1)) < 0 && errno != EINTR)
+                        return;
+                n = read(fd, scratch, sizeof scratch);
+                if (n > 0) {
+                        size_t room = RUNTIME_OUTPUT_MAX - *len, keep = (size_t) n < room ? (size_t) n : room;
+                        memcpy(buf + *len, scratch, keep);
+                        *len += keep;
+                        continue;
                 }
+                if (n == 0 || exited)
+                        return;
+                if (p[1].revents & POLLIN)
+                        exited = true; /* one more pass drains what is buffered */
         }
-        while (waitpid(pid, &status, 0) < 0)
-                if (errno != EINTR)
-                        return -errno;
-        if (WIFEXITED(status))
-                return WEXITSTATUS(status);
-        return -ECANCELED;
+}
+
+int runtime_exec_output(char **argv, uint64_t timeout_usec, char **ret_output) {
+        _cleanup_(sigkill_waitp) PidRef child = PIDREF_NULL;
+        _cleanup_close_ int rd = -EBADF, wr = -EBADF;
+        _cleanup_free_ char *buf = malloc(RUNTIME_OUTPUT_MAX + 1);
+        uint64_t deadline = clock_usec(CLOCK_MONOTONIC) + timeout_usec, now;
+        int pipefd[2], r;
+        size_t len = 0;
+        siginfo_t si;
+
+        if (!buf)
+                return -ENOMEM;
+        if (pipe2(pipefd, O_CLOEXEC) < 0)
+                return -errno;
+        rd = pipefd[0];
+        wr = pipefd[1];
+        r = safe_fork_full(NULL, (const int[3]) { -EBADF, wr, wr }, NULL, 0,
+                           FORK_EXEC_FLAGS | FORK_REARRANGE_STDIO, &child);
+        if (r < 0)
+                return r;
+        if (r == 0)
+                runtime_execv(argv);
+        wr = safe_close(wr);
+        collect_output(&child, rd, deadline, buf, &len);
+        /* EOF can come just before the exit (a process's files close before it becomes a zombie): the
+         * rest of the time is still the child's. Past the deadline it is killed. */
+        now = clock_usec(CLOCK_MONOTONIC);
+        r = pidref_wait_or_kill(&child, now < deadline ? deadline - now : 0, &si);
+        if (r < 0)
+                return r;
+        if (r > 0)
+                log_debug("%s timed out, killed it", argv[0]);
+        buf[len] = 0;
+        if (ret_output)
+                *ret_output = TAKE_PTR(buf);
+        return si.si_code == CLD_EXITED ? si.si_status : 128 + si.si_status;
 }
 
 bool runtime_state_dir_exists(const RuntimeJob *j) {

@@ -1,5 +1,6 @@
-/* runtime.h: OCI runtime providers, looked up by name from one table. An unknown name, or a provider
- * that cannot enforce its isolation on this host, is refused: never replaced by another. */
+/* runtime.h: OCI runtime providers, from one table: the job path looks a provider up by name, the host
+ * probe and cleanup iterate them all. An unknown name, or a provider that cannot enforce its isolation on
+ * this host, is refused: never replaced by another. */
 #pragma once
 
 #include <stdbool.h>
@@ -22,8 +23,23 @@ typedef struct RuntimeJob {
         const char *netns;        /* a network namespace prepared by the supervisor, or NULL: none at all */
 } RuntimeJob;
 
+/* What a provider's trivial container showed (pondctl probe). */
+typedef struct RuntimeProbe {
+        bool works;      /* a trivial container ran and exited 0 */
+        char *platform;  /* runsc: the platform it ran on; kata: the runtime flavour; else NULL */
+        char *reason;    /* why it does not work; NULL when it works */
+} RuntimeProbe;
+
+void runtime_probe_done(RuntimeProbe *p);
+
 typedef struct RuntimeProvider {
         const char *name;
+        /* The runtime's binary here: the provider's override variable if set, else the first of its
+         * candidates in PATH. -ENOENT and what was looked for in *ret_reason when there is none. */
+        int (*locate)(char **ret_path, char **ret_reason);
+        /* Runs a trivial container with binary (normally what locate() found) below the scratch directory
+         * tmpdir, each run killed after timeout_usec, and fills *ret (works, or the reason it did not). */
+        void (*probe)(const char *binary, const char *tmpdir, uint64_t timeout_usec, RuntimeProbe *ret);
         /* 0 if this host can run and enforce the backend; else -errno and a reason. */
         int (*check)(char **ret_reason);
         /* argv of the create step (runs inside the job's scope; the container's init is left waiting). */
@@ -42,24 +58,50 @@ extern const RuntimeProvider runtime_runc;
 extern const RuntimeProvider runtime_runsc;
 extern const RuntimeProvider runtime_kata;
 
-/* kata.c, exposed for its tests: the runtime binary, and the preferred configuration (1) or none (0). */
+/* Every provider, in the order reports list them; NULL-terminated. */
+extern const RuntimeProvider *const runtime_providers[];
+
+#define RUNTIME_PROVIDER_FOREACH(p)                                                             \
+        for (const RuntimeProvider *const *_provider_i_ = runtime_providers, *p; (p = *_provider_i_); \
+             _provider_i_++)
+
+size_t runtime_provider_count(void);
+const RuntimeProvider *runtime_provider_find(const char *name);
+
+/* kata.c, exposed for its tests: the runtime binary pond can drive (the OCI command line; the containerd
+ * shim is -EOPNOTSUPP), and the preferred configuration (1) or none (0). */
 int kata_runtime_path(char **ret);
 int kata_config_path(char **ret);
 
-const RuntimeProvider *runtime_provider_find(const char *name);
-
 /* Runs argv to completion (stdin /dev/null, stdout to stderr), killing it after timeout_usec.
- * Returns its exit status (>= 0) or -errno. */
+ * Returns its exit status (>= 0), -ECANCELED if a signal ended it, or -errno. */
 int runtime_exec(char **argv, uint64_t timeout_usec);
 
-/* In a forked child: reset the signal mask, close every fd above 2, exec argv with runtime_environ(). */
+/* Runs argv (stdin /dev/null), killed after timeout_usec. The exit status (>= 0; 128 + N for signal N),
+ * or -errno; with ret_output, stdout+stderr (at most 64 KiB, NUL-terminated), also on a non-zero status. */
+int runtime_exec_output(char **argv, uint64_t timeout_usec, char **ret_output);
+
+/* In a forked child: exec argv with runtime_environ() (searched in PATH), _exit(127) if that fails. */
+_noreturn_ void runtime_execv(char **argv);
+/* In a child forked by plain fork(): reset the signal mask, close every fd above 2, runtime_execv().
+ * Kept for pond-run's create step until it forks with safe_fork_full(FORK_EXEC_FLAGS). */
 _noreturn_ void runtime_exec_child(char **argv);
 char **runtime_environ(void);
 
 /* Looks up a binary in PATH (or takes an absolute path). */
 int find_binary(const char *name, char **ret);
+/* The first of names found by find_binary(); -ENOENT if none is. */
+int find_binary_candidates(const char *const *names, size_t n, char **ret);
 
 /* has_state for runtimes that keep a directory per container below their root (runc, kata). */
 bool runtime_state_dir_exists(const RuntimeJob *j);
 
-
+/* runtime-probe.c: the pieces the providers' probe() share. */
+/* Runs argv; works, or the reason it did not (the last line of its output). */
+void runtime_probe_run(char **argv, uint64_t timeout_usec, RuntimeProbe *ret);
+/* runc's and kata-runtime's OCI command line: `BINARY --root TMP/state run --bundle TMP/bundle probe-PID`
+ * of a bundle built from scratch (`true` as uid 1000, read-only root, /usr bound read-only). */
+void runtime_probe_oci_cli(const char *binary, const char *tmpdir, uint64_t timeout_usec, RuntimeProbe *ret);
+/* The first (a version) or last (an error) non-empty line of a command's output, at most 200 bytes;
+ * "(no output)" if there is none. NULL on OOM. */
+char *runtime_output_line(const char *out, bool last);
