@@ -29,11 +29,7 @@ static void reap(Job *j) {
                         o->exit_status = si.si_code == CLD_EXITED ? si.si_status : -1;
                 }
         }
-        if (rt->create_pid > 0) {
-                (void) kill(rt->create_pid, SIGKILL);
-                (void) waitpid(rt->create_pid, NULL, 0);
-                rt->create_pid = 0;
-        }
+        sigkill_wait(&rt->create);
 }
 
 /* Before the scope is stopped: its memcg's counters go with it. */

@@ -3,11 +3,8 @@
  * pond-ID.scope, so the container's cgroup nests below the scope, while this supervisor stays in the job's
  * service: an OOM or fork bomb in the payload cannot reach the process that must clean up and sign. */
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-login.h>
@@ -54,55 +51,41 @@ static int runtime_argv(Job *j, char ***ret_create) {
         return r;
 }
 
-/* The child that becomes the runtime's create step: it waits until systemd has moved it into the scope. */
+/* The child that becomes the runtime's create step: it waits until systemd has moved it into the scope.
+ * Nothing but stdio (the output pipes) and the go pipe reaches it. */
 static int fork_create(JobRuntime *rt, char **argv, int *ret_go_fd) {
-        int go[2];
-        pid_t pid;
+        _cleanup_close_ int go_read = -EBADF, go_write = -EBADF;
+        int go[2], r;
 
         if (pipe2(go, O_CLOEXEC) < 0)
                 return -errno;
-        pid = fork();
-        if (pid < 0) {
-                safe_close(go[0]);
-                safe_close(go[1]);
-                return -errno;
-        }
-        if (pid == 0) {
+        go_read = go[0];
+        go_write = go[1];
+        r = safe_fork_full("(pond-create)", (const int[3]) { -EBADF, rt->out_pipe[1], rt->err_pipe[1] },
+                           &go_read, 1, FORK_EXEC_FLAGS | FORK_REARRANGE_STDIO, &rt->create);
+        if (r < 0)
+                return r;
+        if (r == 0) {
                 char c;
-                int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
 
-                (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
-                if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(rt->out_pipe[1], STDOUT_FILENO) < 0 ||
-                    dup2(rt->err_pipe[1], STDERR_FILENO) < 0)
-                        _exit(127);
-                if (read(go[0], &c, 1) != 1)
+                if (read(go_read, &c, 1) != 1)
                         _exit(127); /* the supervisor gave up: never run outside the scope */
-                runtime_exec_child(argv);
+                runtime_execv(argv);
         }
-        safe_close(go[0]);
-        rt->create_pid = pid;
         rt->out_pipe[1] = safe_close(rt->out_pipe[1]);
         rt->err_pipe[1] = safe_close(rt->err_pipe[1]);
-        *ret_go_fd = go[1];
+        *ret_go_fd = TAKE_FD(go_write);
         return 0;
 }
 
 static int wait_create(JobRuntime *rt) {
-        _cleanup_close_ int pidfd = (int) syscall(SYS_pidfd_open, rt->create_pid, 0);
-        int status;
+        siginfo_t si;
+        int r;
 
-        if (pidfd >= 0) {
-                struct pollfd p = { .fd = pidfd, .events = POLLIN };
-                if (poll(&p, 1, (int) (RUNTIME_STEP_USEC / 1000)) == 0)
-                        kill(rt->create_pid, SIGKILL);
-        }
-        while (waitpid(rt->create_pid, &status, 0) < 0)
-                if (errno != EINTR)
-                        return -errno;
-        rt->create_pid = 0;
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-                return -EIO;
-        return 0;
+        r = pidref_wait_or_kill(&rt->create, RUNTIME_STEP_USEC, &si);
+        if (r < 0)
+                return r;
+        return r == 0 && siginfo_exited_ok(&si) ? 0 : -EIO;
 }
 
 /* The scope is bound to the job's service when pond-run runs in it (not when run by hand: tests, demo). */
@@ -123,7 +106,7 @@ static int start_scope(Job *j) {
 
         if (asprintf(&desc, "pond job %s payload", j->paths.id) < 0)
                 return -ENOMEM;
-        r = scope_start(j->bus, j->paths.scope, j->runtime.create_pid, &limits, bound_service(j), desc);
+        r = scope_start(j->bus, j->paths.scope, j->runtime.create.pid, &limits, bound_service(j), desc);
         if (r < 0)
                 return log_error_errno(r, "Cannot create the transient scope %s: %m", j->paths.scope);
         r = unit_cgroup_path(j->bus, j->paths.scope, &j->runtime.scope_cgroup);
@@ -202,6 +185,7 @@ int job_create_in_scope(Job *j) {
 }
 
 void job_runtime_done(JobRuntime *rt) {
+        sigkill_wait(&rt->create); /* normally reaped already (wait_create, job_collect) */
         if (rt->log_open)
                 output_log_close(&rt->log);
         for (int i = 0; i < 2; i++) {

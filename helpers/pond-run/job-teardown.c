@@ -49,15 +49,12 @@ static int delete_container(const RuntimeProvider *p, const JobPaths *paths) {
 
 /* The job's provider; or, when the supervisor died before it knew (or after it forgot) it, every one. */
 static int delete_containers(Job *j) {
-        static const char *const backends[] = { "runc", "runsc", "kata" };
         int r, ret = 0;
 
         if (j->input.provider)
                 return delete_container(j->input.provider, &j->paths);
-        for (size_t i = 0; i < ELEMENTSOF(backends); i++) {
-                const RuntimeProvider *p = runtime_provider_find(backends[i]);
-
-                r = p ? delete_container(p, &j->paths) : 0;
+        RUNTIME_PROVIDER_FOREACH(p) {
+                r = delete_container(p, &j->paths);
                 if (r < 0) {
                         log_warning_errno(r, "%s delete of %s failed: %m", p->name, j->paths.container);
                         ret = ret ?: r;

@@ -17,6 +17,7 @@
 #include "output.h"
 #include "paths.h"
 #include "policy.h"
+#include "process-util.h"
 #include "runtime.h"
 #include "scope.h"
 #include "spec.h"
@@ -77,7 +78,7 @@ typedef struct JobRuntime {
         bool log_open;
         char *scope_cgroup;
         char **start_argv;              /* the runtime's start step, built with its create step */
-        pid_t create_pid;
+        PidRef create;                  /* the runtime's create step, until it exits */
         pid_t init_pid;
         int out_pipe[2], err_pipe[2];
         int oom_fds[2];                 /* OOM notifications of the scope's and the payload's memcg (v1) */
@@ -118,7 +119,7 @@ typedef struct Job {
 } Job;
 
 #define INPUT_HASH_NULL { .checkout_fd = -EBADF }
-#define JOB_RUNTIME_NULL { .out_pipe = { -EBADF, -EBADF }, .err_pipe = { -EBADF, -EBADF }, \
+#define JOB_RUNTIME_NULL { .create = PIDREF_NULL, .out_pipe = { -EBADF, -EBADF }, .err_pipe = { -EBADF, -EBADF }, \
                            .oom_fds = { -EBADF, -EBADF } }
 #define JOB_OUTCOME_NULL { .exit_status = -1 }
 #define JOB_RESULT_NULL { .results_fd = -EBADF, .staged_fd = -EBADF }

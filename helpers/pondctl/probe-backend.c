@@ -9,23 +9,10 @@
 #include "log.h"
 #include "probe.h"
 #include "runtime.h"
+#include "string-util.h"
 
 #define PROBE_DEFAULT_TIMEOUT_USEC (30ULL * 1000 * 1000)
 #define PROBE_VERSION_USEC (10ULL * 1000 * 1000)
-
-char *probe_strdupf(const char *fmt, ...) {
-        char *s = NULL;
-        va_list ap;
-
-        va_start(ap, fmt);
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wformat-nonliteral"
-        if (vasprintf(&s, fmt, ap) < 0)
-                s = NULL;
-#pragma GCC diagnostic pop
-        va_end(ap);
-        return s;
-}
 
 static void backend_version(ProbeBackendResult *r) {
         _cleanup_free_ char *out = NULL;
@@ -40,7 +27,7 @@ static int backend_locate(const RuntimeProvider *provider, const ProbeOptions *o
                 return provider->locate(&r->path, &r->reason);
         if (find_binary(o->binary, &r->path) >= 0)
                 return 0;
-        r->reason = probe_strdupf("%s not found or not executable", o->binary);
+        r->reason = strdupf("%s not found or not executable", o->binary);
         return -ENOENT;
 }
 
@@ -55,7 +42,7 @@ void probe_backend(const RuntimeProvider *provider, const ProbeOptions *o, Probe
         r->present = true;
         backend_version(r);
         if (!mkdtemp(tmp)) {
-                r->reason = probe_strdupf("cannot create a temporary directory: %s", strerror(errno));
+                r->reason = strdupf("cannot create a temporary directory: %s", strerror(errno));
                 return;
         }
         provider->probe(r->path, tmp, timeout, &run);

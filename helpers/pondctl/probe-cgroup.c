@@ -6,6 +6,7 @@
 
 #include "fileio.h"
 #include "probe.h"
+#include "string-util.h"
 
 /* v2 names; v1 calls io blkio. */
 static const char *const controller_table[_PROBE_CONTROLLER_MAX] = {
@@ -35,7 +36,7 @@ static const char *writable(const char *path) {
 
 /* Is name listed in dir/cgroup.controllers (space separated)? */
 static bool v2_lists(const char *dir, const char *name) {
-        _cleanup_free_ char *path = probe_strdupf("%s/cgroup.controllers", dir), *buf = NULL;
+        _cleanup_free_ char *path = strdupf("%s/cgroup.controllers", dir), *buf = NULL;
         size_t len;
 
         if (!path || read_full_file(path, 4096, &buf, &len) < 0)
@@ -50,12 +51,12 @@ static void controller_v2(const char *dir, ProbeController c, ProbeCgroup *ret) 
         const char *why;
 
         if (!v2_lists(dir, controller_table[c])) {
-                ret->reason[c] = probe_strdupf("not in %s/cgroup.controllers", dir);
+                ret->reason[c] = strdupf("not in %s/cgroup.controllers", dir);
                 return;
         }
         why = writable(dir);
         if (why) {
-                ret->reason[c] = probe_strdupf("%s: %s", dir, why);
+                ret->reason[c] = strdupf("%s: %s", dir, why);
                 return;
         }
         ret->usable[c] = 2;
@@ -74,12 +75,12 @@ static void controller_v1(const char *root, CgroupLayout layout, ProbeController
                 if (cgroup_v2_path(root, layout, NULL, &unified) >= 0 &&
                     v2_lists(unified, controller_table[c]))
                         return controller_v2(unified, c, ret);
-                ret->reason[c] = probe_strdupf("no v1 hierarchy mounted at %s", dir);
+                ret->reason[c] = strdupf("no v1 hierarchy mounted at %s", dir);
                 return;
         }
         why = writable(dir);
         if (why) {
-                ret->reason[c] = probe_strdupf("%s: %s", dir, why);
+                ret->reason[c] = strdupf("%s: %s", dir, why);
                 return;
         }
         ret->usable[c] = 1;
@@ -98,7 +99,7 @@ void probe_cgroup(const char *root, ProbeCgroup *ret) {
                         controller_v1(root, ret->layout, c, ret);
                         break;
                 default:
-                        ret->reason[c] = probe_strdupf("no cgroup file system at %s", root);
+                        ret->reason[c] = strdupf("no cgroup file system at %s", root);
                         break;
                 }
 }

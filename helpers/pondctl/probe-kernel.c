@@ -16,6 +16,7 @@
 #include "probe.h"
 #include "process-util.h"
 #include "runtime.h"
+#include "string-util.h"
 
 static void feature_ok(ProbeFeature *f, char *detail) {
         f->available = true;
@@ -33,11 +34,11 @@ void probe_kvm(ProbeFeature *ret) {
 
         *ret = (ProbeFeature) {};
         if (fd < 0)
-                return feature_absent(ret, probe_strdupf("/dev/kvm: %s", strerror(errno)));
+                return feature_absent(ret, strdupf("/dev/kvm: %s", strerror(errno)));
         v = ioctl(fd, KVM_GET_API_VERSION, 0);
         if (v != KVM_API_VERSION)
-                return feature_absent(ret, probe_strdupf("/dev/kvm answers KVM_GET_API_VERSION with %d", v));
-        feature_ok(ret, probe_strdupf("%d", v));
+                return feature_absent(ret, strdupf("/dev/kvm answers KVM_GET_API_VERSION with %d", v));
+        feature_ok(ret, strdupf("%d", v));
 }
 
 void probe_landlock(unsigned *ret_abi, char **ret_reason) {
@@ -54,7 +55,7 @@ void probe_landlock(unsigned *ret_abi, char **ret_reason) {
         else if (errno == EOPNOTSUPP)
                 *ret_reason = strdup("Landlock is built in but disabled (lsm= on the kernel command line)");
         else
-                *ret_reason = probe_strdupf("landlock_create_ruleset: %s", strerror(errno));
+                *ret_reason = strdupf("landlock_create_ruleset: %s", strerror(errno));
 }
 
 /* Filter mode needs both the prctl interface and the actions pond's profile uses. */
@@ -66,14 +67,14 @@ void probe_seccomp(ProbeFeature *ret) {
         *ret = (ProbeFeature) {};
         mode = prctl(PR_GET_SECCOMP, 0, 0, 0, 0);
         if (mode < 0)
-                return feature_absent(ret, probe_strdupf("prctl(PR_GET_SECCOMP): %s", strerror(errno)));
+                return feature_absent(ret, strdupf("prctl(PR_GET_SECCOMP): %s", strerror(errno)));
         r = read_full_file("/proc/sys/kernel/seccomp/actions_avail", 4096, &actions, &len);
         if (r < 0)
-                return feature_absent(ret, probe_strdupf("/proc/sys/kernel/seccomp/actions_avail: %s",
+                return feature_absent(ret, strdupf("/proc/sys/kernel/seccomp/actions_avail: %s",
                                                          strerror(-r)));
         actions[strcspn(actions, "\n")] = 0;
         if (!strstr(actions, "errno") || !strstr(actions, "kill_process"))
-                return feature_absent(ret, probe_strdupf("filter actions errno and kill_process needed, "
+                return feature_absent(ret, strdupf("filter actions errno and kill_process needed, "
                                                          "the kernel has: %s", actions));
         feature_ok(ret, TAKE_PTR(actions));
 }
@@ -94,17 +95,17 @@ void probe_userns(ProbeFeature *ret) {
         /* A multi-threaded process cannot unshare a user namespace; a fresh child can, if anyone can. */
         r = safe_fork("(pond-userns)", FORK_RESET_SIGNALS | FORK_DEATHSIG | FORK_CLOSE_ALL_FDS, &child);
         if (r < 0)
-                return feature_absent(ret, probe_strdupf("fork: %s", strerror(-r)));
+                return feature_absent(ret, strdupf("fork: %s", strerror(-r)));
         if (r == 0)
                 _exit(unshare(CLONE_NEWUSER) < 0 ? (errno & 0x7f) ?: 1 : 0);
         r = pidref_wait(&child, USEC_INFINITY, &si);
         if (r < 0)
-                return feature_absent(ret, probe_strdupf("waitpid: %s", strerror(-r)));
+                return feature_absent(ret, strdupf("waitpid: %s", strerror(-r)));
         if (!siginfo_exited_ok(&si))
-                return feature_absent(ret, probe_strdupf("unshare(CLONE_NEWUSER): %s",
+                return feature_absent(ret, strdupf("unshare(CLONE_NEWUSER): %s",
                                                          si.si_code == CLD_EXITED ? strerror(si.si_status)
                                                                                   : "child killed"));
-        feature_ok(ret, probe_strdupf("max_user_namespaces=%s", max));
+        feature_ok(ret, strdupf("max_user_namespaces=%s", max));
 }
 
 /* pond loads its rules through the same netlink interface nft uses; listing the ruleset proves the
@@ -124,7 +125,7 @@ void probe_nftables(ProbeFeature *ret) {
         if (r != 0) {
                 if (out)
                         out[strcspn(out, "\n")] = 0;
-                return feature_absent(ret, probe_strdupf(
+                return feature_absent(ret, strdupf(
                         "`nft list tables` failed (%s): %s", r < 0 ? strerror(-r) : "non-zero exit",
                         out && *out ? out : geteuid() != 0 ? "not root" : "?"));
         }
@@ -142,12 +143,12 @@ void probe_systemd(ProbeFeature *ret) {
                 return feature_absent(ret, strdup("no systemd as PID 1"));
         r = sd_bus_open_system(&bus);
         if (r < 0)
-                return feature_absent(ret, probe_strdupf(
+                return feature_absent(ret, strdupf(
                         "systemd is PID 1 but the system bus is unreachable: %s", strerror(-r)));
         r = sd_bus_get_property_string(bus, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
                                        "org.freedesktop.systemd1.Manager", "Version", &error, &version);
         if (r < 0) {
-                feature_absent(ret, probe_strdupf("the manager's Version property: %s",
+                feature_absent(ret, strdupf("the manager's Version property: %s",
                                                   error.message ?: strerror(-r)));
                 sd_bus_error_free(&error);
                 return;

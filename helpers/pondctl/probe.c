@@ -4,6 +4,7 @@
 #include <fcntl.h>
 
 #include "probe.h"
+#include "string-util.h"
 
 #define PROBE_JSON_VERSION 1
 
@@ -17,14 +18,14 @@ int host_probe_derive_capabilities(HostProbe *p) {
                 return -ENOMEM;
         for (size_t b = 0; b < p->n_backends && r >= 0; b++)
                 if (p->backends[b].present && p->backends[b].works)
-                        r = strv_push(&caps, probe_strdupf("sandbox.%s", p->backends[b].name));
+                        r = strv_push(&caps, strdupf("sandbox.%s", p->backends[b].name));
         for (ProbeController c = 0; c < _PROBE_CONTROLLER_MAX && r >= 0; c++)
                 if (p->cgroup.usable[c])
-                        r = strv_push(&caps, probe_strdupf("cgroup.%s", probe_controller_to_string(c)));
+                        r = strv_push(&caps, strdupf("cgroup.%s", probe_controller_to_string(c)));
         if (r >= 0 && p->seccomp.available)
                 r = strv_push(&caps, strdup("seccomp"));
         if (r >= 0 && p->landlock_abi > 0)
-                r = strv_push(&caps, probe_strdupf("landlock.abi=%u", p->landlock_abi));
+                r = strv_push(&caps, strdupf("landlock.abi=%u", p->landlock_abi));
         if (r >= 0 && p->nftables.available)
                 r = strv_push(&caps, strdup("nftables"));
         if (r >= 0 && p->kvm.available)

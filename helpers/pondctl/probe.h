@@ -99,6 +99,3 @@ void probe_userns(ProbeFeature *ret);
 void probe_nftables(ProbeFeature *ret);
 void probe_systemd(ProbeFeature *ret);
 void probe_cgroup(const char *root, ProbeCgroup *ret);
-
-/* A malloc'd formatted string, NULL on OOM; for the reasons above. */
-char *probe_strdupf(const char *fmt, ...) _printf_(1, 2);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "json-strict.h"
+#include "json-util.h"
 #include "macro.h"
 #include "policy.h"
 #include "spec.h"
@@ -27,20 +28,19 @@ static struct {
         uint64_t memory_min, memory_max, tmpfs_min, tmpfs_max, cpus_milli_min, cpus_milli_max, pids_min, pids_max;
 } bounds;
 
-static json_object *get(json_object *o, const char *k) {
-        json_object *v = NULL;
-        return json_object_object_get_ex(o, k, &v) ? v : NULL;
+static json_object *knob(const char *name, const char *which) {
+        return json_get(json_get(json_get(policy->profiles, "knobs"), name), which);
 }
 
-static uint64_t knob_size(const char *knob, const char *which) {
+static uint64_t knob_size(const char *name, const char *which) {
         uint64_t v;
-        if (parse_size(json_object_get_string(get(get(get(policy->profiles, "knobs"), knob), which)), &v) < 0)
+        if (parse_size(json_object_get_string(knob(name, which)), &v) < 0)
                 abort();
         return v;
 }
 
-static double knob_number(const char *knob, const char *which) {
-        json_object *v = get(get(get(policy->profiles, "knobs"), knob), which);
+static double knob_number(const char *name, const char *which) {
+        json_object *v = knob(name, which);
         if (!v)
                 abort();
         return json_object_get_double(v);
@@ -77,9 +77,9 @@ static void check_resolved(const SandboxBlock *b, const ResolvedPolicy *r) {
 
         if (!r->profile || !r->backend || !r->tier || !r->image || !b->profile || !streq(r->profile, b->profile))
                 abort();
-        prof = get(get(policy->profiles, "profiles"), r->profile);
-        if (!prof || !in_array(get(prof, "backends"), r->backend) || !get(get(policy->profiles, "backends"), r->backend) ||
-            !in_array(get(policy->profiles, "tiers"), r->tier))
+        prof = json_get(json_get(policy->profiles, "profiles"), r->profile);
+        if (!prof || !in_array(json_get(prof, "backends"), r->backend) || !json_get(json_get(policy->profiles, "backends"), r->backend) ||
+            !in_array(json_get(policy->profiles, "tiers"), r->tier))
                 abort();
         if (b->backend && !streq(b->backend, r->backend))
                 abort();

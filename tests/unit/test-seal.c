@@ -106,7 +106,7 @@ TEST(every_flipped_byte_refused) {
 
 TEST(tampered_base64_refused) {
         _cleanup_(worker_done) Worker w = {};
-        _cleanup_free_ char *b64 = NULL, *err = NULL, *longer = NULL;
+        _cleanup_free_ char *b64 = NULL, *err = NULL;
 
         ASSERT_OK(worker_new(&w));
         ASSERT_OK(seal_credential(w.pk, "j-1", (const uint8_t *) secret, strlen(secret), &b64));

@@ -15,14 +15,8 @@
 #include "net.h"
 #include "process-util.h"
 
-static void nl_socket_freep(struct nl_sock **s) {
-        if (*s)
-                nl_socket_free(*s);
-}
-static void rtnl_link_putp(struct rtnl_link **l) {
-        if (*l)
-                rtnl_link_put(*l);
-}
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct nl_sock *, nl_socket_free);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct rtnl_link *, rtnl_link_put);
 
 static int nl_errno(int nlerr) {
         return nlerr == -NLE_EXIST ? -EEXIST : nlerr == -NLE_OBJ_NOTFOUND || nlerr == -NLE_NODEV ? -ENODEV

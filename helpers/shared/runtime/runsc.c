@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "config.h"
+#include "dirs.h"
 #include "fileio.h"
 #include "log.h"
 #include "runtime.h"
@@ -63,7 +63,7 @@ static void runsc_probe(const char *binary, const char *tmpdir, uint64_t timeout
 
 static char *cache_path(void) {
         char *p = NULL;
-        return asprintf(&p, "%s/runsc-platform", getenv("POND_RUNDIR") ?: POND_RUNDIR) < 0 ? NULL : p;
+        return asprintf(&p, "%s/runsc-platform", pond_dir(POND_DIR_RUN)) < 0 ? NULL : p;
 }
 
 static const char *cache_read(const char *cache) {

@@ -75,17 +75,6 @@ void runtime_execv(char **argv) {
         _exit(127);
 }
 
-void runtime_exec_child(char **argv) {
-        sigset_t none;
-
-        /* The supervisor blocks SIGCHLD/SIGTERM for its event loop; runtimes must not inherit that. */
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        /* Nothing but stdio reaches the runtime, and through it the container. */
-        (void) close_all_fds(NULL, 0);
-        runtime_execv(argv);
-}
-
 /* The runtime is killed with its supervisor: a step nobody waits for must not go on alone. Nothing but
  * stdio reaches it, and through it the container; the supervisor's blocked signals do not either. */
 int runtime_exec(char **argv, uint64_t timeout_usec) {

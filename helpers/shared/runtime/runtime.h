@@ -83,9 +83,6 @@ int runtime_exec_output(char **argv, uint64_t timeout_usec, char **ret_output);
 
 /* In a forked child: exec argv with runtime_environ() (searched in PATH), _exit(127) if that fails. */
 _noreturn_ void runtime_execv(char **argv);
-/* In a child forked by plain fork(): reset the signal mask, close every fd above 2, runtime_execv().
- * Kept for pond-run's create step until it forks with safe_fork_full(FORK_EXEC_FLAGS). */
-_noreturn_ void runtime_exec_child(char **argv);
 char **runtime_environ(void);
 
 /* Looks up a binary in PATH (or takes an absolute path). */
