@@ -364,7 +364,7 @@ static int check_inputs(const ResolvedPolicy *r, const JobSpec *spec, json_objec
                 return -EINVAL;
         if (r->confined && (!seccomp || r->net == NET_OPEN))
                 return -EINVAL;
-        /* relative and without "..": the container's cgroup stays below the job's scope */
+        /* absolute, below the scope, and without "..": the container's cgroup stays below the job's scope */
         if (!paths->rootfs || !paths->cgroups_path || strstr(paths->cgroups_path, ".."))
                 return -EINVAL;
         return 0;

@@ -17,7 +17,7 @@ typedef struct OciPaths {
         const char *workspace;     /* staged workspace bound at /workspace, or NULL */
         bool workspace_readonly;
         const char *netns;         /* network namespace to join by path, or NULL: a new empty one */
-        const char *cgroups_path;  /* cgroupsPath: below the job's scope (absolute: see supervise-launch.c) */
+        const char *cgroups_path;  /* cgroupsPath: below the job's scope (absolute: see docs/architecture.md) */
         const char *hostname;
         char *const *posture_env;  /* set after the spec's env (proxy, CA bundle), or NULL */
 } OciPaths;

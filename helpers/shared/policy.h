@@ -20,8 +20,8 @@ typedef enum FsPosture {
 
 typedef enum NetPosture {
         NET_OPEN,        /* host network */
-        NET_BROKER_ONLY, /* own netns, only the broker reachable (until the egress issue: loopback only) */
-        NET_ALLOWLIST,   /* broker + CONNECT proxy (until the egress issue: loopback only) */
+        NET_BROKER_ONLY, /* own netns, only the broker reachable */
+        NET_ALLOWLIST,   /* broker + CONNECT proxy with the host allowlist */
         _NET_POSTURE_MAX,
         _NET_POSTURE_INVALID = -EINVAL,
 } NetPosture;
