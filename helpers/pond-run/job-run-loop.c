@@ -64,9 +64,33 @@ void job_kill_payload(Job *j) {
                 (void) kill(j->runtime.init_pid, SIGKILL); /* the scope is gone: at least the init (and its pid ns) */
 }
 
+/* Marks the job cancelled and says so, once. */
+static void job_cancel(Job *j, const char *why) {
+        if (j->outcome.cancelled)
+                return;
+        j->outcome.cancelled = true;
+        audit_event(&j->audit, POND_EVENT_KILLED, AUDIT_NO_RC, "cancelled (%s): killing %s", why, j->paths.scope);
+        sd_notify(false, "STATUS=cancelling");
+}
+
+/* `systemctl stop` of the job's service also stops the scope (BindsTo=), and systemd may signal the payload
+ * before this loop has read its own SIGTERM: an init that dies then was cancelled, not completed. Either the
+ * SIGTERM is still pending here, or the service is being stopped. */
+static bool stop_requested(Job *j) {
+        sigset_t pending;
+
+        if (sigpending(&pending) >= 0 &&
+            (sigismember(&pending, SIGTERM) == 1 || sigismember(&pending, SIGINT) == 1))
+                return true;
+        return j->bus && unit_is_stopping(j->bus, j->paths.service) > 0;
+}
+
 static int on_init_exit(sd_event_source *s, const siginfo_t *si, void *userdata) {
         Loop *l = userdata;
         JobOutcome *o = &l->job->outcome;
+
+        if (!o->cancelled && !o->timed_out && stop_requested(l->job))
+                job_cancel(l->job, "the job's service is being stopped");
 
         o->ended_mono = clock_usec(CLOCK_MONOTONIC);
         o->ended_usec = clock_usec(CLOCK_REALTIME);
@@ -108,12 +132,12 @@ static int on_cancel(sd_event_source *s, const struct signalfd_siginfo *si, void
         Loop *l = userdata;
         Job *j = l->job;
 
+        char why[32];
+
         if (j->outcome.cancelled)
                 return 0;
-        j->outcome.cancelled = true;
-        audit_event(&j->audit, POND_EVENT_KILLED, AUDIT_NO_RC, "cancelled (signal %u): killing %s",
-                    si->ssi_signo, j->paths.scope);
-        sd_notify(false, "STATUS=cancelling");
+        snprintf(why, sizeof why, "signal %u", si->ssi_signo);
+        job_cancel(j, why);
         job_kill_payload(j);
         return 0;
 }

@@ -231,6 +231,37 @@ static int unit_is_gone(sd_bus *bus, const char *unit) {
         return streq(state, "inactive") || streq(state, "failed");
 }
 
+/* The unit's queued or running job is a stop: its ActiveState says deactivating, or a stop job waits. */
+int unit_is_stopping(sd_bus *bus, const char *unit) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_free_ char *state = NULL, *object = NULL, *type = NULL;
+        const char *job_path;
+        uint32_t job_id;
+        int r;
+
+        r = unit_get_string(bus, unit, "org.freedesktop.systemd1.Unit", "ActiveState", &state);
+        if (r < 0)
+                return r;
+        if (streq(state, "deactivating"))
+                return 1;
+        r = sd_bus_path_encode("/org/freedesktop/systemd1/unit", unit, &object);
+        if (r >= 0)
+                r = sd_bus_get_property(bus, SD_DESTINATION, object, "org.freedesktop.systemd1.Unit", "Job",
+                                        &error, &reply, "(uo)");
+        if (r >= 0)
+                r = sd_bus_message_read(reply, "(uo)", &job_id, &job_path);
+        if (r < 0)
+                return r;
+        if (job_id == 0)
+                return 0;
+        r = sd_bus_get_property_string(bus, SD_DESTINATION, job_path, "org.freedesktop.systemd1.Job", "JobType",
+                                       &error, &type);
+        if (r < 0)
+                return r == -ENOENT || sd_bus_error_has_name(&error, SD_BUS_ERROR_UNKNOWN_OBJECT) ? 0 : r;
+        return streq(type, "stop");
+}
+
 int unit_stop(sd_bus *bus, const char *unit) {
         uint64_t deadline = clock_usec(CLOCK_MONOTONIC) + SCOPE_WAIT_USEC;
         int r;
