@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* tests.h: a tiny TAP test harness in the manner of the kernel's kselftest_harness.h.
  *
  * TEST(name) defines a test; FIXTURE(f), FIXTURE_SETUP(f), FIXTURE_TEARDOWN(f) and TEST_F(f, name) define

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* broker-audit.c: one journal record per brokered or refused request, so "what did the job's agent call,
  * what did it cost, what was refused and why" is a journalctl query:
  * journalctl POND_JOB_ID=ID POND_EVENT=broker-refused. Values come from checked strings only. */

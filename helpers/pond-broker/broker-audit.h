@@ -1,5 +1,7 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* broker-audit.h: pond-broker's requests as journal records (POND_JOB_ID, POND_EVENT=broker-*,
- * POND_BROKER_* fields; MESSAGE_IDs in messages.h). No record ever carries a header value: the keys cannot reach the journal. */
+ * POND_BROKER_* fields; MESSAGE_IDs in messages.h). No record ever carries a header value: the keys cannot
+ * reach the journal. */
 #pragma once
 
 #include <stdint.h>

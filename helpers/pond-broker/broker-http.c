@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* broker-http.c: pond-broker's HTTP side (libmicrohttpd, one thread per connection): each request is
  * checked (route, dummy key, allowlist, size), costed and reserved against the budget, forwarded through
  * broker-upstream.c with the response streamed back, then charged, counted and written to the journal.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* broker-internal.h: what the broker's server, HTTP handlers and upstream transfers share. */
 #pragma once
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* broker-price.c: price table, worst-case estimates, charges and the job budget (see broker-price.h). */
 #include <math.h>
 

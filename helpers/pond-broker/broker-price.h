@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* broker-price.h: the price table (policy/prices.json), a request's worst-case cost, what a finished
  * request is charged, and the job's budget against max_cost_cents. Costs are integers in nanocents
  * (1e-9 US cent), so sums are exact and a table can price 7.5 cents per million tokens. */

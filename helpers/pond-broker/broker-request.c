@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* broker-request.c: the request checks of pond-broker (see broker-request.h). Everything here works on
  * the raw request line, before any percent-decoding, so what is checked is what goes upstream. */
 #include <sodium.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* broker-request.h: what pond-broker lets through: routing /NAME/... to a credential, the dummy-key check,
  * the method and path allowlist, and which headers may cross in each direction. Pure functions (no I/O),
  * shared by the server and the fuzz target. */

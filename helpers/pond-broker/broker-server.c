@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* broker-server.c: the life of pond-broker: libmicrohttpd on the listening socket (its own threads), an
  * sd-event loop in the main thread for SIGTERM/SIGINT and the cost ceiling, and the stats file. The
  * ceiling protocol: the stats file is rewritten with "ceiling_hit": true, sd_notify STATUS= says why,

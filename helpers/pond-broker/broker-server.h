@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* broker-server.h: pond-broker's server: the HTTP listener, the shared budget and totals, the signals
  * that stop it, the cost-ceiling protocol and the stats file. */
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* broker-upstream.c: one upstream HTTPS transfer of pond-broker, driven by libcurl's multi interface from
  * the client connection's own thread: the response head is awaited, then the body is pulled as the client
  * can take it, through a bounded buffer (curl is paused when it is full), so server-sent events pass as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* broker-usage.c: incremental usage metering of model API responses (see broker-usage.h). Upstream
  * bodies are parsed with json-c's tokener under a depth cap; each SSE event is parsed on its own as it
  * completes, so a stream is metered while it passes, in bounded memory. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* broker-usage.h: token usage read from model API responses as they stream through pond-broker:
  * a JSON body (Anthropic "usage": {input_tokens, output_tokens}, OpenAI "usage": {prompt_tokens,
  * completion_tokens}) or server-sent events (Anthropic message_start/message_delta, OpenAI's final chunk

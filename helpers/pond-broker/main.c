@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* pond-broker: the per-job credential broker, run by pond-broker@ID.service. Options into arg_*, the
  * configuration and price table, the credentials' secrets, the listening socket (from the
  * configuration), then the server in broker-server.c. See docs/broker.md. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* egress-addr.c: the address classifier of pond-egress. A tunnel is dialled only to an address that is
  * globally routable and not the host, its neighbours or a cloud metadata service; every IPv6 form that
  * carries an IPv4 address inside is judged by that IPv4 address.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* egress-addr.h: is a socket address one pond-egress may dial? The classifier of the egress proxy. */
 #pragma once
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* egress-audit.c: one journal record per egress decision, so "which job reached what, and what was refused
  * and why" is a journalctl query: journalctl POND_JOB_ID=ID POND_EVENT=egress-denied. Field values are
  * built only from parsed, character-checked strings (host names, addresses, static reasons). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* egress-audit.h: pond-egress's decisions as journal records (POND_JOB_ID, POND_EVENT=egress-*,
  * POND_EGRESS_* fields; MESSAGE_IDs in messages.h). */
 #pragma once

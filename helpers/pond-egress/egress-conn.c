@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* egress-conn.c: one tunnel of pond-egress, as a state machine on the proxy's sd-event loop:
  *
  *   HEAD      read the CONNECT head (bounded, idle timeout); port, literal and allowlist checks,

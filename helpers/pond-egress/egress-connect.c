@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* egress-connect.c: a strict scanner for the one request pond-egress understands,
  *   CONNECT host:port HTTP/1.1 CRLF *(field-name ":" OWS value CRLF) CRLF
  * (RFC 9110 9.3.6, RFC 9112 3). No general HTTP parser in Debian fits in a few lines (llhttp ships only

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* egress-connect.h: the strict parser of the HTTP CONNECT request head a job sends to pond-egress. */
 #pragma once
 

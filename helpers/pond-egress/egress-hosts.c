@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* egress-hosts.c: the hosts-file table of the pond-egress resolver (tests and air-gapped sites). Each
  * address is parsed once with inet_pton, which takes only the canonical dotted quad and RFC 4291 text
  * (not glibc getaddrinfo's "127.1" or "2130706433"), and kept as the sockaddr that will be dialled. */

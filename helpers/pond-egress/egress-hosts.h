@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* egress-hosts.h: the hosts-file table behind the pond-egress resolver. */
 #pragma once
 

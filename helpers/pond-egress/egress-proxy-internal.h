@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* egress-proxy-internal.h: what the proxy loop (egress-proxy.c) and a connection (egress-conn.c) share. */
 #pragma once
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* egress-proxy.c: the loop of pond-egress: the listening socket, the connection cap, the resolver, the
  * signals that stop it and the job's totals written at the end. Connections live in egress-conn.c. */
 #include <arpa/inet.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* egress-proxy.h: pond-egress, the per-job HTTPS CONNECT proxy: configuration and the loop. */
 #pragma once
 

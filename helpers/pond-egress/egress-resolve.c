@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* egress-resolve.c: the resolver of pond-egress, driven by the proxy's sd-event loop. Two sources:
  * a hosts file (egress-hosts.c) or exactly one DNS server through c-ares, configured so that nothing of
  * the host's resolver configuration applies: no hosts file, no search domains, no sorting probes. The

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* egress-resolve.h: name -> socket addresses for pond-egress, from a hosts file or one DNS server
  * (never the system resolver configuration: the proxy's unit has no network configuration of its own). */
 #pragma once

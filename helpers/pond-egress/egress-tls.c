@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* egress-tls.c: reads the server_name of a TLS ClientHello (RFC 8446 4.1.2, RFC 6066 3) with every
  * length checked against the one that encloses it. The proxy compares the name with the CONNECT host,
  * so a tunnel opened for an allowlisted name cannot carry a handshake for another (domain fronting on a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* egress-tls.h: the SNI of the TLS ClientHello a job sends through a pond-egress tunnel. */
 #pragma once
 

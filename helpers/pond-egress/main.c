@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* pond-egress: the per-job HTTPS CONNECT proxy, run by pond-egress@ID.service. The job's configuration
  * (egress-job-config.h) from --config, the worker's options into arg_*, the listening socket, then the
  * loop in egress-proxy.c. See docs/egress.md. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* job-accept-bundle.c: jobs whose source arrives as an encrypted bundle. Before anything runs, the
  * supervisor opens the bundle with the worker's sealing key (a systemd credential) for exactly this job,
  * decrypting while extracting into a fresh private checkout under the job's spool; the checkout is then

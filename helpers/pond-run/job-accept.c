@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* job-accept.c: step 1 of the design: read the spec as issued, parse it strictly, resolve the policy, find
  * the backend, open a bundle's source, check the sidecars' configurations, look up a directory image. Every
  * failure here is a refusal with a reason, and nothing has run. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* job-broker.c: what is particular to the job's credential broker, pond-broker@ID.service, for jobs that
  * bring sealed model credentials. The supervisor never opens them: it builds the broker's configuration
  * (the job's sealed blobs, a fresh random dummy key per credential, the budget), checked with the
@@ -42,7 +43,8 @@ int job_broker_config(const Job *j, json_object **ret, char **ret_error) {
         if (!spec->credentials)
                 return 0;
         if (j->input.resolved->net == NET_OPEN)
-                return error_set(ret_error, -EINVAL, "credentials: need a confined profile (profile none has no broker)");
+                return error_set(ret_error, -EINVAL,
+                                 "credentials: need a confined profile (profile none has no broker)");
         if (spec->limits.max_cost_cents == 0)
                 return error_set(ret_error, -EINVAL, "limits.max_cost_cents: required with credentials");
         c = json_object_new_object();
@@ -83,7 +85,8 @@ int job_broker_environment(json_object *config, const char *listen, char ***env)
                 if (key && (asprintf(&v, "%s=%s", key, json_object_get_string(json_get(e, "dummy_key"))) < 0 ||
                             strv_push(env, v) < 0))
                         return -ENOMEM;
-                if (url && (asprintf(&v, "%s=http://%s/%s", url, listen, json_object_get_string(json_get(e, "name"))) < 0 ||
+                if (url && (asprintf(&v, "%s=http://%s/%s", url, listen,
+                                     json_object_get_string(json_get(e, "name"))) < 0 ||
                             strv_push(env, v) < 0))
                         return -ENOMEM;
         }

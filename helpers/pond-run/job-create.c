@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* job-create.c: step 5 of the design: from a written bundle to a created container, whose init waits for
  * job_start(). The runtime's create step is exec'd by a child that systemd has already moved into
  * pond-ID.scope, so the container's cgroup nests below the scope, while this supervisor stays in the job's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* job-egress.c: what is particular to the job's CONNECT proxy, pond-egress@ID.service (allowlist posture
  * only): its configuration, the policy's defaults (policy/egress.json: allow_hosts, allowed_ports) plus
  * the job's allow_hosts, checked with the proxy's own parser (egress-job-config.h). The contract it

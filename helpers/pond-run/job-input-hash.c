@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* job-input-hash.c: input_sha, the hash of what was issued (docs/result-format.md), from one place for
  * each of its four cases: a bundle's hash is known at extraction; a checkout with a read-only view the job
  * cannot change is hashed by a thread while the job runs (the payload does not wait); a checkout the job

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* job-network.c: step 3 of the design, for the confined postures: the job's own network namespace, the
  * veth to the host and the host-side nftables rules, before anything runs; what the job is told about its
  * network; and the job's sidecars, configured for the job's address and started (they come up while the

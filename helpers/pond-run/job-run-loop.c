@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* job-run-loop.c: steps 7 and 8 of the design, while the job runs: drain its stdout/stderr into the log,
  * enforce the wall clock, honour cancellation (SIGTERM from `systemctl stop`) and the cost ceiling (the
  * broker's unit changes, job-broker.c), and notice the container's init exiting. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* job-sidecar.c: the job's sidecar units, pond-egress@ID (the CONNECT proxy, allowlist posture) and
  * pond-broker@ID (the credential broker, jobs with credentials), under one contract:
  *   - the configuration is one JSON object, built once at acceptance and checked there with the sidecar's

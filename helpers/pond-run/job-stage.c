@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* job-stage.c: step 2 of the design. From here on the job holds resources: the system bus (its scope and
  * sidecar units), the runtime's children (pond-run is their subreaper), the job's runtime directory with
  * /workspace (read-only bind, overlay or in place) and the root filesystem. The input hash starts as

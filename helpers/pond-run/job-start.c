@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* job-start.c: step 6 of the design, the hand-off: once every sidecar is up (fail closed) and watched, the
  * runtime lets the container's init go. From here the payload runs, and the job is READY for systemd. */
 #include <systemd/sd-daemon.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* job-teardown.c: step 10 of the design: leave nothing behind, on every exit path. One list, in dependency
  * order, every step idempotent: the normal path runs the processes' part from job_collect() (the payload
  * and the sidecars must be stopped before what they leave is read) and the rest after signing; `pond-run

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* job-write-bundle.c: step 4 of the design: the OCI bundle's config.json (json-c) for the job's profile,
  * with the staged workspace, the image, the job's network namespace and what the job is told about its
  * network, and the provider's own additions. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* job.c: a job's identity (its id and the paths derived from it), the one place its failure reason is
  * set, and freeing it part by part. */
 #include <stdarg.h>

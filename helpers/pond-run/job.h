@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* job.h: one job through pond-run, phase by phase. supervise() (supervise.c) calls the phases in the order
  * below; each phase is the file of its name and owns one part of Job, which it creates and *_done() frees.
  * docs/architecture.md, "The job pipeline", lists them with what each leaves for the next. */

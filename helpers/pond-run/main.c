@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* pond-run: the job supervisor, run by pond-job@ID.service.
  *   pond-run ID            run job ID from the spool and leave its signed result
  *   pond-run --cleanup ID  remove whatever job ID left behind (ExecStopPost; idempotent) */

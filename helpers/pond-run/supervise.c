@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* supervise.c: pond-run's main path, the design's steps in order (job.h): refuse before anything runs
  * (fail closed), stage, network, bundle, create in the scope, start, run, collect, sign, and tear down on
  * every path. Also `pond-run --cleanup`, which runs the same teardown after a supervisor that is gone. */
@@ -29,7 +30,8 @@ static int supervise_init(Job *j, const char *job_id) {
         r = caps_check_supervisor(&missing);
         if (r < 0) {
                 log_error("pond-run lacks %s: run it as root, as pond-job@.service does.", missing ?: "capabilities");
-                audit_event(&j->audit, POND_EVENT_FAILED, AUDIT_NO_RC, "supervisor lacks %s", missing ?: "capabilities");
+                audit_event(&j->audit, POND_EVENT_FAILED, AUDIT_NO_RC, "supervisor lacks %s",
+                            missing ?: "capabilities");
                 return POND_RUN_EXIT_FAILED;
         }
         r = job_load_signing_key(j);

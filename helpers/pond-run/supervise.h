@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* supervise.h: pond-run's job: refuse or run one job end to end and leave a signed result. */
 #pragma once
 

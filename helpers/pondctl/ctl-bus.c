@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* ctl-bus.c: pondctl's side of systemd: starting and stopping pond-job@ID.service, reading its state, and
  * being told when it changes (so waiting for the end costs one signal, not a busy poll). */
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* ctl-dispatch.c: `pondctl dispatch-check [FILE] [--tenant PROJECT] [--policy DIR] [--worker PROBE.json
  * [--worker-tags a,b]]`: reads a stage's sandbox block (FILE, or stdin for none or "-") and prints the
  * routing decision, or a refusal, as JSON on stdout. The policy is the worker's own policy/ files. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* ctl-jobs.c: the verbs about jobs already in the spool: submit, status, logs, wait, cancel, list. Each job
  * is pond-job@ID.service plus STATEDIR/jobs/ID (spool) and STATEDIR/results/ID (signed result). */
 #include <dirent.h>

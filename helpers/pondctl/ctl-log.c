@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* ctl-log.c: reading a job's log as the supervisor writes it (output.h): the index says which stream got
  * which bytes in which order, so following the index and copying each chunk from its file replays stdout
  * and stderr interleaved exactly as the job produced them. The index line is written after its bytes, so a

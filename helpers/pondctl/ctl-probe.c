@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* ctl-probe.c: `pondctl probe [--json]`: runs the host probe and prints what this host can really enforce
  * and the capabilities it would advertise (text, or the JSON document dispatch-check --worker reads). */
 #include <getopt.h>

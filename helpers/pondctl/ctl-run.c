@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* ctl-run.c: `pondctl run [options] -- CMD...`: build a spec from options (over --spec FILE if given), check
  * it with the worker's own parser, submit it, stream the job's output while it runs, and exit with what the
  * verified result says. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* ctl-secrets.c: the verbs that seal secrets and make and open encrypted source bundles. A secret is read from
  * a file or standard input, never from argv (visible in /proc and shell history), into sodium_malloc'd
  * memory that is wiped on every path. */

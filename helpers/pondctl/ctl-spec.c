@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* ctl-spec.c: job specs as pondctl writes them: built from `pondctl run` options (over a spec file or
  * nothing), the checkout rewrite shared by submit and hash-input (so the bytes a worker hashes are the
  * bytes pondctl predicted), generated job ids, and the local check with the worker's own parser. */

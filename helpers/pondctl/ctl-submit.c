@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* ctl-submit.c: handing a job to the worker: a new spool entry STATEDIR/jobs/ID/job.json (0700/0600, job ids
  * are never reused) and `systemctl start pond-job@ID.service` over D-Bus. A submission either starts the
  * unit or leaves nothing behind. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* ctl-verify.c: the verbs about trust: `result` and `verify` check a signed result against the pinned key,
  * `keygen` creates a worker's keys for enrollment, and `hash-input` predicts the input_sha a worker will
  * sign, so that the control plane can demand it with `verify --input-sha`. */

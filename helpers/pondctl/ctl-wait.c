@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* ctl-wait.c: the tail of `pondctl run` and all of `pondctl wait`: stream the log while the job runs, wait
  * until its signed result exists and its unit has stopped (cleanup included), cancel on SIGINT/SIGTERM,
  * verify the result against the pinned key, and turn it into an exit status. */

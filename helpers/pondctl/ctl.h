@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* ctl.h: pondctl's verbs and the pieces they share: building and rewriting job specs (ctl-spec.c), the
  * spool and submission (ctl-submit.c), the job's unit over D-Bus (ctl-bus.c), following the job's log
  * (ctl-log.c), waiting for, verifying and summarizing a result (ctl-wait.c), and the verbs themselves

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* dispatch.c: routing a job honestly. The sandbox block is resolved by policy_resolve(), exactly as the
  * worker will resolve it again (the worker never trusts this result); on top of that the dispatch rules:
  * byo only when asked for and only for a named tenant, the profile's minimum capabilities, the pool tags.

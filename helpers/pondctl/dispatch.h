@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* dispatch.h: the control plane's side of policy (pondctl dispatch-check): a stage's sandbox block
  * resolved against the same policy/ files the worker uses, into the normalized block to store with the
  * job, the capabilities a worker must advertise and the pool tags it must carry; and whether one worker,

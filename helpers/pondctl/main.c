@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* pondctl: the operator's and control plane's command line for pond: submit and run jobs, follow and
  * cancel them, and check their signed results. The verbs live in the shared library (ctl-*.c); this file
  * only sets up logging and dispatches. See pondctl(1). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* probe-backend.c: whether each backend really runs a container here. For every runtime provider: its
  * binary (the provider's locate()), the first line of its --version, and a trivial `true` container run
  * by the provider's probe() in a scratch directory of its own (runtime-probe.c, runsc.c, kata.c). */

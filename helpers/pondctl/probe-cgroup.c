@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* probe-cgroup.c: the cgroup layout (unified, hybrid, legacy: cgroup_layout_detect() in cgroup-util.c) and
  * which controllers pond can really limit through. A controller is usable only where its hierarchy is
  * mounted read-write: nspawn, for one, mounts v1 controllers read-only in a container, and a limit that

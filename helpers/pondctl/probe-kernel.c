@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* probe-kernel.c: the kernel and host features a sandbox leans on, each checked by using it rather than
  * by reading a version number: KVM (the API answers), Landlock (the ABI the syscall reports), seccomp
  * (filter mode and its actions), user namespaces (a child really unshares one), nftables (nft lists the

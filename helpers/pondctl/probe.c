@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* probe.c: runs every host check (probe-backend.c, probe-kernel.c, probe-cgroup.c), derives the
  * capabilities a worker may advertise from their results alone, and renders the report as JSON (stable
  * keys, read by dispatch-check --worker) and as text. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* probe.h: what this host can really enforce (pondctl probe): each backend (binary present and a trivial
  * container actually run under it), KVM, Landlock, seccomp, the cgroup layout and its usable controllers,
  * nftables, user namespaces and systemd; and the capabilities a worker advertises, derived from that and

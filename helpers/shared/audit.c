@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* audit.c: the one builder of pond's journal records (over journal-record.c), and the supervisor's own
  * table of events. */
 #include <inttypes.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* audit.h: pond's decisions as structured journal records. One builder, audit_record(), sends every
  * record of every helper from two tables the helper keeps: its events (POND_EVENT name, MESSAGE_ID from
  * messages.h, priority) and its fields (journal name, type, where the value sits in its record struct).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* broker-config.c: reads and validates pond-broker's configuration file, and holds the credentials' real
  * secrets in sodium_malloc'd memory. The file comes from the supervisor, but is checked as strictly as a
  * job spec: a typo must refuse the broker, never widen what it lets through. */
@@ -114,7 +115,8 @@ static int parse_upstream(json_object *v, const char *field, void *userdata, cha
         return 0;
 }
 
-/* A path of [A-Za-z0-9/_.~-] starting with "/", no "//", no "." or ".." segment; "/<star>" at the end only (a prefix rule). */
+/* A path of [A-Za-z0-9/_.~-] starting with "/", no "//", no "." or ".." segment; "/<star>" at the end only
+ * (a prefix rule). */
 static int parse_rule(const char *s, const char *field, BrokerRule *ret, char **ret_error) {
         const char *sp = strchr(s, ' ');
         _cleanup_free_ char *method = NULL, *path = NULL;

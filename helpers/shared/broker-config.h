@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* broker-config.h: pond-broker's per-job configuration (one JSON file written by the supervisor, see
  * docs/broker.md) and where each credential's real secret lives once unsealed. */
 #pragma once

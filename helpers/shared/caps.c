@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* caps.c: the supervisor checks up front that it holds what staging and runtimes need, so a worker
  * misconfigured to run it without them fails with a clear reason instead of half-way through a job. */
 #include <sys/capability.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* caps.h: capabilities the supervisor must hold. */
 #pragma once
 

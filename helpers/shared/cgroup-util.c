@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cgroup-util.c: the cgroup layout from statfs, and cgroup paths in v1 and v2 hierarchies. */
 #include <linux/magic.h>
 #include <stdio.h>

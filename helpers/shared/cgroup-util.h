@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cgroup-util.h: what a cgroup file system looks like here. The layout (unified, hybrid, legacy) is told
  * apart by file system types, as systemd does, not guessed from which paths happen to open; the path
  * helpers name a cgroup in a v1 controller's hierarchy or in the v2 one of that layout. */

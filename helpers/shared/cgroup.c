@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cgroup.c: reading a unit's cgroup: OOM kill counters on the v1 memory hierarchy or cgroup v2, whichever
  * the layout (cgroup-util.c) has, and the v1 directories the runtime leaves behind. */
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cgroup.h: a unit's cgroup after the fact: OOM kills, the v1 OOM notification, leftover directories
  * (cgroup.c). The layout and the path helpers are in cgroup-util.h. */
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* collect.c: artifact collection from a hostile workspace once the job is dead. Three phases: enumerate (the
  * overlay change set, then the declared outputs; nothing is read yet), sort + merge duplicates, copy the
  * regular files into artifacts/ in sorted order while hashing, under the byte cap. Every open is an
@@ -238,7 +239,8 @@ static int same_as_lower(int upper, int lower, const char *name, const struct st
         if ((st->st_mode & (S_IFMT | 07777)) != (lst->st_mode & (S_IFMT | 07777)) || st->st_size != lst->st_size)
                 return 0;
         if (S_ISLNK(st->st_mode))
-                return readlinkat_malloc(upper, name, &ta) >= 0 && readlinkat_malloc(lower, name, &tb) >= 0 && streq(ta, tb);
+                return readlinkat_malloc(upper, name, &ta) >= 0 && readlinkat_malloc(lower, name, &tb) >= 0 &&
+                       streq(ta, tb);
         if (!S_ISREG(st->st_mode))
                 return 0;
         if (digest_of(upper, name, (uint64_t) st->st_size, a) < 0 ||

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* collect.h: artifact collection from a hostile workspace after the job has ended: the overlayfs change set
  * (upper vs lower) and the declared outputs, copied into the result's artifacts/ while hashed, under caps;
  * the manifest that records them and its canonical digest (output_sha, docs/result-format.md). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* dirs.c: pond's directories and their environment overrides. */
 #include <stdlib.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* dirs.h: pond's directories, as configured at build time (config.h), with the environment overrides
  * tests and the demo use to relocate them. The one place that reads those overrides: the units never set
  * them. */

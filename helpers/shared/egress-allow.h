@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* egress-allow.h: the host allowlist of pond-egress: exact names and "*.suffix" wildcards. */
 #pragma once
 

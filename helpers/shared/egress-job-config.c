@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* egress-job-config.c: reads and checks pond-egress's per-job configuration. It comes from the supervisor,
  * but is checked as strictly as a job spec: a typo must refuse the proxy, never widen what it lets out. */
 #include <limits.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* egress-job-config.h: pond-egress's per-job configuration, one JSON object (docs/egress.md). The
  * supervisor builds it once, checks it with this parser at acceptance and again before writing it; the
  * proxy gets the file as its credential config.json and reads it with the same parser. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* errmsg.c: the one way a refusal's message is made. */
 #include <stdarg.h>
 

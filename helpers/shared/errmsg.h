@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* errmsg.h: refusals that say why. Parsers and validators return a negative errno and, when the caller
  * asks for it, a malloc'd message naming the field. */
 #pragma once

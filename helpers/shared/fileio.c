@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* fileio.c: bounded reads, atomic writes, mkdir -p and a careful rm -rf. */
 #include <fcntl.h>
 #include <limits.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* fileio.h: bounded whole-file reads, full reads and writes, atomic writes, symlink targets, directory
  * helpers, and the one "open beneath a dirfd, never follow anything" primitive that every walker over hostile
  * trees uses. */

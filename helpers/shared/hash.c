@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* hash.c: SHA-256 over bytes and fds, hex, the canonical checkout tree digest and input_sha. The record format
  * hashed here is specified in docs/result-format.md: any change to it is a format version bump. */
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* hash.h: SHA-256 of byte strings and of fds (streaming, bounded), lowercase hex, the canonical tree digest of
  * a checkout directory and the job's input_sha (docs/result-format.md defines both byte for byte). */
 #pragma once

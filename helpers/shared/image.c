@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* image.c: owns the job's root filesystem layout: the embedded "host" image (an empty rootfs with mount
  * points and usr-merge symlinks, plus a generated minimal /etc) and directory images under images_dir. */
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* image.h: the job's root filesystem: the embedded "host" image (an empty rootfs over the host's /usr with
  * a generated minimal /etc) or a directory image under the images directory, used read-only. */
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* jobid.c: the job id grammar. An id becomes a directory name under /var/lib/pond/jobs, a unit instance
  * (pond-job@ID.service) and a journal field, so it is kept to a small, path- and unit-safe alphabet. */
 #include <stdbool.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* journal-record.c: building and sending pond's structured journal records. */
 #include <stdarg.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* journal-record.h: one structured journal record, built field by field: what audit.c, egress-audit.c and
  * broker-audit.c all send (MESSAGE, MESSAGE_ID, PRIORITY, POND_EVENT, POND_JOB_ID, and their own fields). */
 #pragma once

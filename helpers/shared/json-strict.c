@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* json-strict.c: one JSON document in, one json-c tree out, or a refusal naming the byte offset or key.
  * json-c does the structural parse (and the depth cap); everything it lets through that RFC 8259 or pond
  * does not (duplicate keys, overlong/surrogate UTF-8, NUL, NaN, single quotes, raw control characters,

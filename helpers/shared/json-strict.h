@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* json-strict.h: json-c with the checks json-c itself does not make: duplicate keys, embedded NUL,
  * size and depth caps, trailing garbage, invalid UTF-8. */
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* json-util.c: lookups, typed checks with bounds and the dispatch table over json-c trees. The messages are
  * the ones docs/job-spec.md shows: "FIELD: must be ...", "unknown key 'KEY' in WHERE". */
 #include <inttypes.h>

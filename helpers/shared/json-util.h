@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* json-util.h: reading json-c trees that came through json_parse_strict(): lookups, typed checks with
  * bounds, unknown-key refusal, and a dispatch table in the manner of systemd's sd_json_dispatch(). Every
  * refusal is -EINVAL with a message that names the field by its path ("limits.wall_clock_s: ...",

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* log.c: stderr logging with errno-carrying return values (systemd's log_*_errno convention). Under a unit
  * whose stderr is the journal, every line carries its syslog priority as a "<N>" prefix, which journald
  * turns into PRIORITY= (so `journalctl -p err` finds pond's errors); anywhere else lines are plain. */

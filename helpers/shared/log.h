@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* log.h: one way to report. Helpers log once at the top and return; library code logs at debug at most.
  * Every message goes to stderr (which systemd forwards to the journal for units; there each line carries
  * its "<N>" syslog priority, see log.c). Structured audit records (POND_EVENT=...) go to the journal

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* macro.h: the small vocabulary every pond file shares: cleanup attributes and the cleanup helpers of
  * libc and json-c (DEFINE_TRIVIAL_CLEANUP_FUNC for more; libsystemd exports its own sd_*_unrefp), ownership
  * transfer (TAKE_PTR/TAKE_FD), synthetic errno values, array sizes, MIN/MAX. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* messages.h: every journal MESSAGE_ID of pond's audit records, one per POND_EVENT, of the supervisor,
  * pond-egress and pond-broker alike; each has an entry in units/pond.catalog. Query with:
  * journalctl MESSAGE_ID=... or POND_EVENT=... POND_JOB_ID=... */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* oci.c: owns the OCI runtime config (config.json) of a job and the job's environment: what the payload
  * runs as (uid 1000, no capabilities, no_new_privs, rlimits), what it sees (read-only root, masked /proc
  * and /sys, size-capped tmpfs, the workspace) and what confines it (namespaces, cgroup limits, seccomp). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* oci.h: the OCI runtime config (config.json) for a job, built with json-c from the resolved policy. */
 #pragma once
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* output.c: file-backed, sequenced, size-capped job output, mirrored to the journal. */
 #include <fcntl.h>
 #include <string.h>

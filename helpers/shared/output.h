@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* output.h: the job's stdout/stderr as they arrive: appended to files (a killed job keeps what it printed),
  * indexed as sequenced chunks, capped at output_bytes (the excess counted, not kept), forwarded to the
  * journal. Layout under the log dir: stdout, stderr, index ("seq stream offset length usec" per chunk). */

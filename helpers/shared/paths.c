@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* paths.c: where a job's files live; every path derives from the validated job id. */
 #include <string.h>
 

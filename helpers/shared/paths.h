@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* paths.h: where a job's files live; every path derives from the validated job id. Shared by the
  * supervisor (which creates them) and pondctl (which reads them). */
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* policy.c: loads policy/profiles.json and resolves a job's sandbox block against it, fail closed:
  * anything not explicitly allowed by the policy file is a refusal with a reason. */
 #include <math.h>

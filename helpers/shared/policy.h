@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* policy.h: profiles, postures, overridable knobs and their bounds, backends, tiers, all read from
  * policy/profiles.json (the single source of truth) and resolved fail-closed. */
 #pragma once

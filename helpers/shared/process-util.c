@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* process-util.c: forking, waiting and killing children through pidfds. The child side of safe_fork()
  * runs between fork and exec in a possibly multi-threaded parent, so it only makes async-signal-safe
  * calls: no allocation, no stdio, no logging. */

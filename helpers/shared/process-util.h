@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* process-util.h: child processes made one way: safe_fork() hands back the child as a pid plus a pidfd
  * (a PidRef), pidref_wait() waits on the pidfd with a deadline, and sigkill_wait() (as a cleanup,
  * crun's cleanup_pid) kills and reaps whatever is still running, so no error path leaves a child or a

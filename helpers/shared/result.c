@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* result.c: the result directory's life: staging (.ID.tmp), signing and the atomic, durable publish (fsync
  * everything, rename, fsync the parent), abort (recursive removal that follows nothing), and verification of
  * a published result against a pinned key, including every artifact byte. */

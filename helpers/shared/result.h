@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* result.h: the signed result directory results/ID/{result.json,result.sig,artifacts/,log/}: staged as
  * results/.ID.tmp, made durable, then renamed into place in one step; and its verification (signature, job,
  * input, and every artifact byte against the signed manifest). Format: docs/result-format.md. */

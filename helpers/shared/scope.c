@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* scope.c: StartTransientUnit/KillUnit/StopUnit over sd-bus for the payload's scope, and its cgroup. */
 #include <signal.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* scope.h: the payload's transient scope (pond-ID.scope in pond.slice), created over D-Bus. */
 #pragma once
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* seccomp-check.c: owns the invariant on policy/seccomp.json: fail-closed default, known actions,
  * operators, architectures and syscall names, the forbidden list never allowed, argument filters where
  * an allow is only safe with them, and a filter libseccomp really compiles (exported, never loaded). */

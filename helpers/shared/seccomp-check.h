@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* seccomp-check.h: validation of policy/seccomp.json (an OCI linux.seccomp object) before any job uses it. */
 #pragma once
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* signal-util.c: signal masks built from a list. */
 #include <errno.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* signal-util.h: signal masks. Signals an event loop takes through a signalfd (sd_event_add_signal) must be
  * blocked first, and before any thread starts, since threads inherit the mask. */
 #pragma once

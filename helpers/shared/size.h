@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* size.h: byte sizes as the policy and overrides write them ("512M", "2GiB", "1048576"). */
 #pragma once
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* socket-util.c: the listening TCP socket of a sidecar (pond-egress, pond-broker), from "ADDR:PORT". */
 #include <arpa/inet.h>
 #include <netinet/in.h>

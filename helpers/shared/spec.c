@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* spec.c: the job spec (docs/job-spec.md): strict JSON in, a JobSpec out, or a refusal that names the
  * field. Every key is known, every value typed and bounded; what a sandbox block means is decided later
  * by policy_resolve(), here it is only well-formed. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* spec.h: the job spec (docs/job-spec.md), parsed strictly. */
 #pragma once
 

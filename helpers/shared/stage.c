@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* stage.c: staging the checkout. Cost is a few mounts whatever the checkout's size: nothing is copied.
  * The lower view is an idmapped, read-only, nosuid, nodev clone of the checkout in which its owner
  * appears as the job user (others as the overflow id); writes go to an overlay upper directory in a

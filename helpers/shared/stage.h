@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* stage.h: the job's /workspace: the checkout read-only, as a throwaway overlay, or in place (profile
  * none), always through an idmapped mount so the checkout's owner appears as the job user. */
 #pragma once

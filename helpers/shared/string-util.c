@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* string-util.c: formatted copies, path joining, strict UTF-8. */
 #include <stdint.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* string-util.h: formatted copies (the one place vasprintf's format is passed on), path joining and strict
  * UTF-8 validity, shared by every module that builds messages, paths or JSON strings. */
 #pragma once

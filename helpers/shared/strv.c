@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* strv.c: NULL-terminated string vectors (argv, environments). */
 #include <stdarg.h>
 #include <string.h>

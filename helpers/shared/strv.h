@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* strv.h: NULL-terminated string vectors (argv, environments). */
 #pragma once
 

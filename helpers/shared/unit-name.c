@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* unit-name.c: pond-job@ID.service, pond-ID.scope, pond-egress@ID.service, pond-broker@ID.service. */
 #include "jobid.h"
 #include "string-util.h"

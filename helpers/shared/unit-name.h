@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* unit-name.h: the systemd unit names of a job, built in one place from the validated job id. */
 #pragma once
 

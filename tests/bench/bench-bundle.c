@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* bench-bundle: encrypted bundle extraction against plain `tar -x`. Builds (once) a tree of FILES files
  * totalling ~SIZE MiB, makes a bundle of it (bundle_create) and a plain tarball of it (`tar -cf`), then
  * measures, side by side in one run with the cases interleaved, the median wall time of bundle_extract()

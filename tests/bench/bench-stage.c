@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* bench-stage: staging cost against copying. Builds (once) a checkout of FILES files totalling ~SIZE bytes,
  * then measures, side by side in one run, the median wall time of stage_setup()+stage_teardown() of an
  * untrusted-code-write workspace (idmapped read-only lower + tmpfs upper + overlay) and of `cp -a` of the

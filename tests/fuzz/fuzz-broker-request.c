@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* fuzz-broker-request.c: libFuzzer target for pond-broker's request handling: the request checks
  * (broker_check_request() with the input as method, raw URI and key header), the header filters, the
  * worst-case estimate of a request body, and the usage parser over JSON and SSE fed in input-chosen chunks.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* fuzz-bundle.c: libFuzzer target for bundle_extract_stream(), the validated extractor behind bundle_extract(),
  * fed arbitrary bytes as the decrypted tar stream (the encryption layer is bypassed: anyone holding a
  * worker's public key can make a bundle, so its plaintext is attacker-controlled). No input may crash,

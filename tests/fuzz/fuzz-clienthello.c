@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* fuzz-clienthello.c: libFuzzer target for egress_tls_parse_sni(): no input may crash or read out of
  * bounds; a returned SNI is non-empty, NUL-free and within the record; every refusal says why. */
 #include <stdint.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* fuzz-policy.c: libFuzzer target for the sandbox block as the dispatcher writes it: json_parse_strict(),
  * sandbox_block_from_json() and policy_resolve() against the real policy/ directory. No input may crash or
  * leak, be refused without a reason, or resolve to a policy outside the bounds policy/profiles.json sets
@@ -78,7 +79,8 @@ static void check_resolved(const SandboxBlock *b, const ResolvedPolicy *r) {
         if (!r->profile || !r->backend || !r->tier || !r->image || !b->profile || !streq(r->profile, b->profile))
                 abort();
         prof = json_get(json_get(policy->profiles, "profiles"), r->profile);
-        if (!prof || !in_array(json_get(prof, "backends"), r->backend) || !json_get(json_get(policy->profiles, "backends"), r->backend) ||
+        if (!prof || !in_array(json_get(prof, "backends"), r->backend) ||
+            !json_get(json_get(policy->profiles, "backends"), r->backend) ||
             !in_array(json_get(policy->profiles, "tiers"), r->tier))
                 abort();
         if (b->backend && !streq(b->backend, r->backend))

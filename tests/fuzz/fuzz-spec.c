@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* fuzz-spec.c: libFuzzer target for job_spec_parse() (and so json_parse_strict()): no input may crash,
  * leak, or be accepted without a complete spec, nor refused without a reason. */
 #include <stdbool.h>

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # egress-upstream.sh up|down DIR: (inside the box) a test "internet": a network namespace pond-up with
 # 198.51.100.2/24 (TEST-NET-2) joined to the box by a veth, an HTTPS server on :443 (and :8443) with a
 # certificate from a CA made for the test, a plain TCP and a UDP listener, and the proxy's hosts file and

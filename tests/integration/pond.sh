@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # pond.sh: helpers shared by pond's integration tests, on top of lib.sh. Commands run inside the box.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 

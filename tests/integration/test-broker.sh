@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # test-broker.sh: sealed model credentials through real pond-job@ID jobs: the job calls the model API
 # through its broker with a dummy key; the upstream (a test HTTPS server with a CA only the broker
 # trusts) sees the real key; the job never does. Credentials for another job or tampered are refused;

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # test-bundle.sh: encrypted source bundles through real pond-job@ID jobs: the worker opens a bundle sealed
 # to it for that job, the job works on the tree, input_sha is the bundle's hash as issued; a bundle for
 # another job or an altered one is refused before anything runs, and nothing is left behind.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # test-core.sh: the core job path through real pond-job@ID units on a real systemd with a real runtime
 # (POND_TEST_BACKEND, default runc): success and a verifying result, confinement, limits, time-outs,
 # the write posture's change set, refusals, and no leftovers, also after kill -9 of the supervisor.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # test-egress.sh: the network postures through real pond-job@ID jobs (POND_TEST_BACKEND, default runc): a
 # test upstream on TEST-NET-2 in its own namespace, reached only through pond-egress; every refusal with
 # its reason in the journal; no path around the proxy; nothing left behind, also after kill -9.

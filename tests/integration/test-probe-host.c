@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-probe-host: the real host probe agrees with what the test sees for itself on this machine (cgroup
  * layout by statfs, /dev/kvm, the Landlock syscall, runtimes in PATH), and the advertised capabilities never
  * include what failed: a backend whose trivial container did not run, an unusable controller. It runs

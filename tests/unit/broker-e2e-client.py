@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """broker-e2e-client.py: the job's side of test-broker-e2e: one request through the broker with
 urllib, the way an SDK makes it. Prints JSON: status, response headers, body, and for event streams the
 arrival time of each data line.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """broker-e2e-upstream.py: the fake model API of test-broker-e2e. HTTPS with the test's certificate on
 127.0.0.1:PORT and 127.0.0.2:PORT; appends each request (method, path, headers, body) as a JSON line to
 LOG; answers Anthropic- and OpenAI-shaped responses, plain JSON or server-sent events with delays."""

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-audit.c: the journal records of the supervisor, pond-egress and pond-broker, field by field and in
  * order, as the catalog and the integration tests read them. sd_journal_sendv is wrapped at link time
  * (tests/meson.build), so every record lands in record_ here instead of the journal. */

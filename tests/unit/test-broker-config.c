@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-broker-config.c: pond-broker's configuration parser and request checks: a good configuration
  * loads; each malformed field is refused naming it; routing, dummy-key, allowlist and header rules. */
 #include "broker-config.h"
@@ -9,9 +10,11 @@ TEST_MAIN();
 #define CRED(name, upstream, inject, allow, dummy)                                                   \
         "{\"name\": \"" name "\", \"upstream\": \"" upstream "\", \"inject\": " inject ", \"allow\": " \
         allow ", \"dummy_key\": \"" dummy "\", \"env\": {\"key\": \"K\", \"base_url\": \"U\"}}"
-#define ANTHROPIC CRED("anthropic", "https://api.anthropic.com", "{\"header\": \"x-api-key\", \"format\": \"{key}\"}", \
+#define ANTHROPIC CRED("anthropic", "https://api.anthropic.com",                                    \
+                       "{\"header\": \"x-api-key\", \"format\": \"{key}\"}",                            \
                        "[\"POST /v1/messages\", \"GET /v1/models\", \"GET /v1/models/*\"]", "dummy-0123456789abcdef")
-#define OPENAI CRED("openai", "https://api.openai.com/", "{\"header\": \"Authorization\", \"format\": \"Bearer {key}\"}", \
+#define OPENAI CRED("openai", "https://api.openai.com/",                                            \
+                    "{\"header\": \"Authorization\", \"format\": \"Bearer {key}\"}",                     \
                     "[\"POST /v1/chat/completions\"]", "dummy-openai-0123456789")
 #define CONFIG(creds) "{\"job_id\": \"j1\", \"listen\": \"10.0.0.1:8080\", \"max_cost_cents\": 500, " \
                       "\"prices\": \"/p.json\", \"credentials\": [" creds "]}"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-broker-e2e.c: pond-broker end to end on loopback: a fake model API over HTTPS (python3 ssl, a CA
  * made with openssl for this test and trusted by the broker only through --ca-file), the broker binary
  * ($POND_BROKER) in front of it with a real key from a test-only secret file, and a urllib client holding

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-broker-price.c: the price table, a request's worst case, charges, and the budget's ceiling
  * decisions (refused before crossing, busy next to requests in flight, refused for good after). */
 #include "broker-price.h"
@@ -8,7 +9,8 @@ TEST_MAIN();
 
 #define TABLE "{\"unit\": \"x\", \"input_bytes_per_token\": 2, \"input_overhead_tokens\": 10, " \
               "\"default_max_output_tokens\": 1000, \"default\": {\"input\": 1000, \"output\": 5000}, " \
-              "\"models\": {\"m-exact\": {\"input\": 300, \"output\": 1500}, \"m-*\": {\"input\": 7.5, \"output\": 30}, " \
+              "\"models\": {\"m-exact\": {\"input\": 300, \"output\": 1500}, "                        \
+              "\"m-*\": {\"input\": 7.5, \"output\": 30}, "                                             \
               "\"m-long*\": {\"input\": 1, \"output\": 2}}}"
 
 static int load(BrokerPrices *p, const char *text, char **error) {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-broker-usage.c: usage metering of model API responses: Anthropic and OpenAI, JSON and SSE, fed
  * whole, byte by byte and in every two-way split; CRLF and CR line ends; oversized input. */
 #include "broker-usage.h"

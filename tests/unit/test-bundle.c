@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-bundle.c: encrypted source bundles. A round trip reproduces the tree exactly; every malicious archive
  * (made here with libarchive, then encrypted with the bundle's own encryption layer) is refused with nothing
  * written outside the destination; a bundle for another worker or job, altered, reordered, truncated or
@@ -212,7 +213,8 @@ static int make_source_tree(const char *src) {
         }
         if (put_file(d, "top.txt", "hello\n", 6, 0644) < 0 || put_file(d, "run.sh", "#!/bin/sh\n", 10, 0755) < 0 ||
             put_file(d, "secret", "s", 1, 0600) < 0 || put_file(d, "ro.txt", "r", 1, 0444) < 0 ||
-            put_file(d, "name with spaces", "", 0, 0644) < 0 || put_file(d, "\xc3\xbc" "n" "\xc3\xaf" "c" "\xc3\xb6" "de", "u", 1, 0640) < 0 ||
+            put_file(d, "name with spaces", "", 0, 0644) < 0 ||
+            put_file(d, "\xc3\xbc" "n" "\xc3\xaf" "c" "\xc3\xb6" "de", "u", 1, 0640) < 0 ||
             put_file(d, "sub/ro/f", "f", 1, 0644) < 0 || put_file(d, "sub/big.bin", big, 5 * 1000 * 1000, 0644) < 0)
                 return -errno;
         if (symlinkat("../top.txt", d, "sub/up") < 0 || symlinkat("sub/deep", d, "link-dir") < 0 ||

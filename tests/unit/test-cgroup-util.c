@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-cgroup-util: layout names, layout detection on file systems that are not cgroup hierarchies, and
  * where a cgroup lives in a v1 controller's hierarchy and in the v2 hierarchy of each layout. */
 #include <fcntl.h>

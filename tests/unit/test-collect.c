@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-collect.c: collection from a hostile workspace: a hand-built overlay upper/lower (whiteouts, opaque dirs,
  * symlinks out of the tree, fifos), the same through a real overlayfs mount when possible, declared outputs
  * (symlinks, fifos, missing, escapes), merging of outputs with changes, the caps, and the canonical manifest. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-ctl.c: pondctl's pure parts: the spec `pondctl run` builds from its options (checked by the worker's
  * own parser), the checkout rewrite shared by submit and hash-input, generated job ids, the exit status a
  * result stands for, and reading the log index in order. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-dispatch: the control plane's routing check on the real policy/ files: a table of sandbox blocks
  * (accepted with their capability and tags, refused with their reason), the normalized block resolving
  * again to itself, and worker eligibility from probe documents and tags. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-egress-addr.c: the egress address classifier: every refused range, v4 and v6, the IPv6 forms that
  * embed IPv4, the metadata addresses and the host's own addresses. */
 #include <arpa/inet.h>

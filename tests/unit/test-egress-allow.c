@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-egress-allow.c: allowlist names: normalization, exact and wildcard matching, refused bytes, and
  * the policy defaults file. */
 #include "egress-allow.h"

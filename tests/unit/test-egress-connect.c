@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-egress-connect.c: the CONNECT request head parser: good heads, every refusal and its status. */
 #include <arpa/inet.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-egress-job-config.c: pond-egress's per-job configuration, the one parser the supervisor (at
  * acceptance, before writing it) and the proxy share: a good configuration loads; each malformed field
  * is refused naming it; the policy file's shape (allow_hosts, allowed_ports) fits it. */

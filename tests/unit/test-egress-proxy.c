@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-egress-proxy.c: pond-egress end to end, in-process, in a private network namespace: the proxy on
  * 127.0.0.1, an upstream TLS server (openssl s_server) in a second namespace at 198.51.100.2 over veth
  * (a public-looking TEST-NET-2 address that is not the proxy host's own), a hosts file with good and
@@ -161,7 +162,8 @@ FIXTURE_SETUP(proxy) {
         ASSERT_EQ(0, sh("cd %s && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 "
                         "-subj /CN=allowed.test -addext subjectAltName=DNS:allowed.test,DNS:other.test,"
                         "DNS:allowed.example -keyout key.pem -out cert.pem 2>/dev/null", self->dir));
-        write_text(self->dir, "hosts", "# test names\n" UPSTREAM " allowed.test other.test allowed.example unlisted.test\n"
+        write_text(self->dir, "hosts", "# test names\n"
+                   UPSTREAM " allowed.test other.test allowed.example unlisted.test\n"
                    "127.0.0.1 loop.test mixed.test\n" UPSTREAM " mixed.test\n10.1.2.3 private.test\n"
                    "169.254.169.254 meta.test\n::1 loop6.test\n::ffff:127.0.0.1 mapped.test\n");
         write_text(self->dir, "allow.json", "{\"allow_hosts\": [\"allowed.test\", \"other.test\", \"allowed.example\", "
@@ -256,7 +258,8 @@ TEST_F(proxy, sni_must_match) {
 
         /* The captured ClientHello names Allowed.Example.: through a tunnel to allowed.example it passes
          * (the server answers with a handshake record), through a tunnel to allowed.test it is cut. */
-        ASSERT_TRUE(exchange("CONNECT allowed.example:4443 HTTP/1.1\r\n\r\n", hello, sizeof hello, buf, sizeof buf) > 0);
+        ASSERT_TRUE(exchange("CONNECT allowed.example:4443 HTTP/1.1\r\n\r\n", hello, sizeof hello, buf,
+                             sizeof buf) > 0);
         ASSERT_EQ(0x16, (unsigned char) buf[0]);
         ASSERT_EQ(0, exchange("CONNECT allowed.test:4443 HTTP/1.1\r\n\r\n", hello, sizeof hello, buf, sizeof buf));
 }

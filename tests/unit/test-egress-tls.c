@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-egress-tls.c: the ClientHello SNI parser against a real openssl s_client ClientHello (captured
  * from `openssl s_client -servername Allowed.Example.`) and truncated and malformed variants. */
 #include "egress-tls.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-hash.c: sha256 vectors, hash_fd() bounds, the tree digest format as documented, input_sha stability and
  * sensitivity, and that a fifo in the checkout never blocks the walk. */
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-json-util.c: the dispatch table (stores, required members, unknown keys, null, bounds, type errors,
  * callbacks, nesting) and the lookups and typed checks beneath it. Every refusal must name the field. */
 #include <errno.h>

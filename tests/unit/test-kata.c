@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-kata: the Kata provider refuses where it cannot run (never another backend instead), prefers the
  * Firecracker configuration, and sizes the VM from the job's limits; its OCI config is the same confined
  * config as runc's plus those annotations. */

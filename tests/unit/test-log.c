@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-log: a line carries its syslog priority ("<3>" for an error) exactly when stderr is the stream
  * JOURNAL_STREAM names, as under a unit whose stderr is the journal; otherwise it is unchanged. Each case
  * runs in a child: the decision is made once per process. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-net-lease: the /30 allocator: addresses of a lease, distinct leases until the pool is exhausted,
  * release and reuse, exclusivity between processes, a release that never frees another job's block, and
  * refused pools. Unprivileged: leases are files in a temporary directory. */
@@ -199,7 +200,8 @@ TEST_F(lease, exclusive_across_processes) {
                         unsigned char c;
 
                         snprintf(job, sizeof job, "par-%d", i);
-                        c = net_lease_acquire(self->leases, "10.50.0.0/27", job, &l) < 0 ? 0xff : (unsigned char) l.index;
+                        c = net_lease_acquire(self->leases, "10.50.0.0/27", job, &l) < 0 ? 0xff :
+                                                                                           (unsigned char) l.index;
                         _exit(write(fds[1], &c, 1) == 1 ? 0 : 1);
                 }
         }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-oci.c: config.json for confined and unconfined jobs, the job environment, the seccomp policy check
  * against the real policy/seccomp.json, and the "host" image layout. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-output: the job log keeps chunks in order with their sequence, stops at the cap and records what
  * it dropped, and its hashes cover exactly the kept bytes. */
 #include <fcntl.h>

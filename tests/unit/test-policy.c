@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-policy: every policy file loads; sandbox blocks resolve or are refused (table), fail closed. */
 #include <string.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-probe: the parts of the host probe that do not depend on the host: a backend whose binary is missing
  * or fails is never advertised, capabilities are derived from what worked alone, a directory that is no
  * cgroup file system has no usable controller, and the JSON keeps its keys. The real probe of this host is

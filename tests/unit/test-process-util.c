@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-process-util: safe_fork() children report their exit status and the signal that ended them, a child
  * past its deadline is killed and reaped, the cleanup leaves no child and no zombie, FORK_DEATHSIG kills a
  * child whose parent dies, and the child gets only the fds, stdio and signal state it asked for. */

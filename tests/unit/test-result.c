@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-result.c: key generation and loading, the staged atomic result write, and verification refusing every
  * tampering: result.json, result.sig, an artifact byte, an extra artifact, another job's result, another
  * input, another key. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-runtime: the one provider table (every provider complete, iterated in order, looked up by name
  * only), each provider's binary lookup and its one candidate list, a policy naming a backend no provider
  * implements refused at load, and the runner every runtime step goes through: exit status, timeout, a

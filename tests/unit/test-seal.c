@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-seal.c: a sealed credential opens only with the worker's key pair, only for the job it was sealed for,
  * only as the kind it was sealed as, and not after any byte of it changed. */
 #include <sodium.h>

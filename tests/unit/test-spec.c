@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-spec.c: the strict JSON reader, the job spec parser, the job id grammar and parse_size(). Every
  * refusal is checked for the message naming what was wrong. */
 #include <errno.h>
@@ -363,7 +364,8 @@ TEST(env_names) {
                 { WITH("\"env\":{\"A B\":\"x\"}"), 0, "env: variable name 'A B'" },
                 { WITH("\"env\":{\"\xc3\xa9\":\"x\"}"), 0, "env: variable name '\\xc3\\xa9'" },
                 { WITH("\"env\":{\"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
-                       "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\":\"x\"}"), 0, "env: variable name" },
+                       "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\":\"x\"}"), 0,
+                  "env: variable name" },
         };
         CHECK_TABLE(cases);
 }
@@ -434,7 +436,8 @@ TEST(allow_hosts) {
                 { WITH_HOSTS("\"a.com:443\""), 0, "sandbox.allow_hosts[0]: invalid" },
                 { WITH_HOSTS("\"https://a.com\""), 0, "sandbox.allow_hosts[0]: invalid" },
                 { WITH_HOSTS("1"), 0, "sandbox.allow_hosts[0]: must be a string" },
-                { WITH_HOSTS("\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.com\""), 0, "sandbox.allow_hosts[0]: invalid" },
+                { WITH_HOSTS("\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.com\""), 0,
+                  "sandbox.allow_hosts[0]: invalid" },
         };
         CHECK_TABLE(cases);
 }

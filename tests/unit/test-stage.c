@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-stage: staging the checkout at /workspace. As root (each test in a private mount namespace, so a
  * failed test leaves no mount on the host): read-only staging, the overlay whose writes land in the upper
  * layer, the scratch cap, in-place staging for profile none, the idmapping (the checkout's owner appears

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-strv: NULL-terminated string vectors: strv_build() copies its arguments and sets its output only
  * on success; strv_push() appends, keeps the terminator, and takes its argument also on failure. */
 #include <sys/resource.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-unit-name.c: a job's unit names come from one builder and only from a valid job id; pond's
  * directories from one table whose overrides are the environment's. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* job-net.c: a confined job's network, set up before the payload and torn down on every path. Names come
  * from a hash of the job id (interface names are 15 bytes at most), so cleanup finds everything again
  * from the id alone. */

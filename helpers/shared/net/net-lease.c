@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* net-lease.c: per-job /30 blocks from a private pool. A lease is a file named after the block, created
  * with O_EXCL (so two jobs never get the same block) and holding the job id (so cleanup, which knows only
  * the id, finds it). The search starts at a hash of the id: usually the first probe is free. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* net.h: a confined job's network: its own namespace joined to the host by a veth pair with a /30 leased
  * from a private pool, and an nftables table in the host namespace that lets the job reach nothing but
  * the host-side ports of its posture (the egress proxy, the credential broker). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* netns.c: named network namespaces, as `ip netns add/delete` make them: a fresh namespace kept alive by a
  * bind mount of its nsfs inode, so runtimes can join it by path and cleanup can find it by name. */
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* nft.c: the job's nftables table through libnftables: the template (nft/job.nft) rendered with the job's
  * names, addresses and ports, loaded as one transaction (all rules or none), and deleted with the job. */
 #include <arpa/inet.h>

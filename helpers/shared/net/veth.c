@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* veth.c: the job's veth pair over rtnetlink, through libnl-route (no hand-written netlink). The host
  * end stays in the host namespace (where nftables filters it and where a gVisor sandbox cannot touch
  * it); the peer becomes eth0 inside the job's namespace. */

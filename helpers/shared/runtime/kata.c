@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* kata.c: the Kata Containers provider: each job in its own lightweight VM, Firecracker preferred over
  * QEMU. It needs /dev/kvm and a Kata runtime with the OCI command line (create/start/delete), named by
  * POND_KATA_RUNTIME or found as kata-runtime (containerd-shim-kata-v2, which only containerd can drive, is

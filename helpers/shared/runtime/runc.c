@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* runc.c: the runc provider. create/start (not run) so that the container's init is re-parented to
  * the supervisor (a child subreaper): its exact exit status is waited for directly, and the container's
  * cgroup survives until delete, so its OOM counters can still be read. */
@@ -31,8 +32,8 @@ static int runc_check(char **ret_reason) {
 }
 
 static int runc_create_argv(const RuntimeJob *j, char ***ret) {
-        return strv_build(ret, POND_RUNC, "--root", j->state_root, "--log", j->log_file, "create", "--bundle", j->bundle,
-                          "--pid-file", j->pid_file, j->container_id, NULL);
+        return strv_build(ret, POND_RUNC, "--root", j->state_root, "--log", j->log_file, "create",
+                          "--bundle", j->bundle, "--pid-file", j->pid_file, j->container_id, NULL);
 }
 
 static int runc_start_argv(const RuntimeJob *j, char ***ret) {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* runsc.c: the gVisor provider. The same bundle as runc, run in gVisor's user-space kernel. The platform
  * (systrap where this runsc has it and it works, else ptrace) is probed by running a trivial sandbox: once
  * per boot for jobs, cached under the runtime directory, and afresh by pondctl probe; a host where no
@@ -132,7 +133,8 @@ static int runsc_check(char **ret_reason) {
         }
         r = runsc_platform(&platform);
         if (r < 0 && ret_reason)
-                *ret_reason = strdup("runsc cannot run a sandbox on this worker (no working platform: systrap, ptrace)");
+                *ret_reason = strdup("runsc cannot run a sandbox on this worker "
+                                     "(no working platform: systrap, ptrace)");
         return r;
 }
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* runtime-probe.c: what the providers' probe() share. A binary that exists proves nothing (a runtime can be
  * present and broken, or lack the kernel support it needs), so each provider runs a trivial `true`
  * container: runc and kata-runtime from a minimal bundle built here from scratch, runsc through `runsc do`

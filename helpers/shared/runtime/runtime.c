@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* runtime.c: the provider table and the small process runner the providers share. */
 #include <fcntl.h>
 #include <poll.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* runtime.h: OCI runtime providers, from one table: the job path looks a provider up by name, the host
  * probe and cleanup iterate them all. An unknown name, or a provider that cannot enforce its isolation on
  * this host, is refused: never replaced by another. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* bundle-create.c: a source tree as a pax (restricted) tar stream, written straight into the bundle's
  * encryption layer: names sorted, permission bits only, no owners, times or devices, symlinks only when
  * they stay inside the tree. It refuses what extraction would refuse, so a bundle that was made extracts. */

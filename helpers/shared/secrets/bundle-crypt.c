@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* bundle-crypt.c: the bundle file format (bundle-crypt.h): sealing a fresh secretstream key to the worker,
  * then chunked authenticated encryption, and the reverse, one chunk in memory at a time. Every byte of the
  * file is hashed as it passes (the job's input_sha). Key material lives only in sodium_malloc'd memory. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* bundle-crypt.h: the bundle file format (docs/secrets.md), independent of what the stream carries:
  *   "POND-BUNDLE-1\n" | u32be n | sealed key (n bytes) | secretstream header (24) | chunk...
  *   chunk = u32be m | crypto_secretstream_xchacha20poly1305 ciphertext (m bytes, at most BUNDLE_CHUNK_SIZE

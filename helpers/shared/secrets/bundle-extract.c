@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* bundle-extract.c: the validated extraction of a bundle's tar stream into a fresh directory. libarchive only
  * parses; every file system change is made here, relative to the destination's fd, each path resolved with
  * openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS) so that neither a crafted name nor a symlink planted by an

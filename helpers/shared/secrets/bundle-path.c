@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* bundle-path.c: the lexical rules for paths inside a bundle: entry names and symlink targets. They are the
  * first line only: extraction also resolves every path with RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS, so a rule
  * missed here still cannot write outside the destination. */

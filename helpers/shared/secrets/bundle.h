@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* bundle.h: encrypted source bundles (docs/secrets.md): a tar stream of a source tree, encrypted under a fresh
  * key that is sealed to one worker for one job. bundle_create() makes one from a directory (bundle-create.c);
  * bundle_extract() decrypts while extracting, into a fresh private directory, refusing anything that could

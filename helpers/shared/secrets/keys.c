@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* keys.c: generation, atomic storage and loading of the worker's signing (Ed25519) and sealing (X25519) keys,
  * and their fingerprints. Every buffer that ever held secret bytes (binary or base64) is wiped before it is
  * released, on every path. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* keys.h: the worker's long-term keys: Ed25519 for signing results (sign.key/sign.pub) and X25519 for sealed
  * secrets (seal.key/seal.pub), each one line of standard base64 (sodium ORIGINAL variant, padded) plus "\n".
  * Secret keys live only in sodium_malloc'd, read-only memory; every other copy is wiped. */

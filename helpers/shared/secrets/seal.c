@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* seal.c: sealing secrets to a worker, bound to a job id and a kind (seal.h, docs/secrets.md). The plaintext
  * holds the secret, so it only ever lives in sodium_malloc'd memory, freed (and so wiped) on every path. */
 #include <sodium.h>

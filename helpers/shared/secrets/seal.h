@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* seal.h: secrets sealed to one worker for one job. A sealed blob is crypto_box_seal(worker X25519 public key,
  * header || job id || secret): only the holder of the worker's secret key opens it, and it opens only for the
  * job id it names, so a blob copied into another job's spec is refused. docs/secrets.md has the format byte
