@@ -32,9 +32,6 @@
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 
-/* A negative errno that did not come from a failing call: the caller logs it with its own message. */
-#define SYNTHETIC_ERRNO(e) (-(e))
-
 #define TAKE_PTR(p)                                     \
         ({                                              \
                 __typeof__(p) _p_ = (p);                \
