@@ -47,6 +47,7 @@ static OciPaths paths(bool ws_ro, const char *netns) {
                 .etc = "/var/lib/pond/jobs/job-42/etc",
                 .workspace = "/var/lib/pond/jobs/job-42/workspace",
                 .workspace_readonly = ws_ro,
+                .home = "/var/lib/pond/jobs/job-42/home",
                 .netns = netns,
                 .cgroups_path = "payload",
                 .hostname = "pond",
