@@ -101,7 +101,8 @@ static int env_set(char **env, size_t *n, const char *entry) {
  * profile none keeps /tmp. */
 int oci_job_environment(const ResolvedPolicy *r, const JobSpec *spec, char *const *posture_env, char ***ret) {
         const char *const base[] = {
-                "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", r && r->confined ? "HOME=" HOME_DIR : "HOME=/tmp",
+                "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
+                r && r->confined ? "HOME=" HOME_DIR : "HOME=/tmp",
                 "LANG=C.UTF-8", "TMPDIR=/tmp", "USER=job",
         };
         _cleanup_strv_free_ char **env = NULL;
@@ -256,7 +257,8 @@ static int push_job_mounts(const ResolvedPolicy *r, const OciPaths *paths, json_
                        OPTS("rbind", ws_ro ? "ro" : "rw", "nosuid", "nodev")) < 0)
                 return -ENOMEM;
         /* the confined job's private home: a size-capped tmpfs of its own, written before it starts */
-        if (paths->home && push_mount(m, HOME_DIR, "bind", paths->home, OPTS("rbind", "rw", "nosuid", "nodev")) < 0)
+        if (paths->home &&
+            push_mount(m, HOME_DIR, "bind", paths->home, OPTS("rbind", "rw", "nosuid", "nodev")) < 0)
                 return -ENOMEM;
         return 0;
 }
