@@ -72,6 +72,11 @@ int job_broker_check(const char *text, size_t len, char **ret_error) {
         return r < 0 ? -EINVAL : 0;
 }
 
+static char *base_url(const char *listen, const char *name) {
+        char *u = NULL;
+        return asprintf(&u, "http://%s/%s", listen, name) < 0 ? NULL : u;
+}
+
 /* Per credential: its dummy key and its base URL, http://LISTEN/NAME. */
 int job_broker_environment(json_object *config, const char *listen, char ***env) {
         json_object *creds = json_get(config, "credentials");
@@ -80,17 +85,41 @@ int job_broker_environment(json_object *config, const char *listen, char ***env)
                 json_object *e = json_object_array_get_idx(creds, i), *ev = json_get(e, "env");
                 const char *key = json_object_get_string(json_get(ev, "key")),
                            *url = json_object_get_string(json_get(ev, "base_url"));
+                _cleanup_free_ char *u = base_url(listen, json_object_get_string(json_get(e, "name")));
                 char *v = NULL;
 
+                if (!u)
+                        return -ENOMEM;
                 if (key && (asprintf(&v, "%s=%s", key, json_object_get_string(json_get(e, "dummy_key"))) < 0 ||
                             strv_push(env, v) < 0))
                         return -ENOMEM;
-                if (url && (asprintf(&v, "%s=http://%s/%s", url, listen,
-                                     json_object_get_string(json_get(e, "name"))) < 0 ||
-                            strv_push(env, v) < 0))
+                if (url && (asprintf(&v, "%s=%s", url, u) < 0 || strv_push(env, v) < 0))
                         return -ENOMEM;
         }
         return 0;
+}
+
+/* What the job is told of credential name, for its home files: the same base URL and dummy key as its
+ * environment gets. The configuration must have its listen address (job_sidecars_write()). */
+int job_broker_values(json_object *config, const char *name, char **ret_base_url, const char **ret_dummy_key) {
+        json_object *creds = json_get(config, "credentials");
+        const char *listen = json_get_str(config, "listen");
+
+        for (size_t i = 0; listen && name && i < json_object_array_length(creds); i++) {
+                json_object *e = json_object_array_get_idx(creds, i);
+                const char *n = json_get_str(e, "name"), *key = json_get_str(e, "dummy_key");
+                char *u;
+
+                if (!n || !key || !streq(n, name))
+                        continue;
+                u = base_url(listen, name);
+                if (!u)
+                        return -ENOMEM;
+                *ret_base_url = u;
+                *ret_dummy_key = key;
+                return 0;
+        }
+        return -ENOENT;
 }
 
 typedef struct BrokerState {

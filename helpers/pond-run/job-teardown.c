@@ -116,6 +116,7 @@ static const TeardownStep steps[] = {
         { "remove the payload's cgroups",        remove_cgroups,    false, false },
         { "remove the job's network",            remove_network,    true,  true  },
         { "unmount the job's staging",           remove_staging,    true,  true  },
+        { "unmount the job's home",              job_home_teardown, true,  true  },
         { "remove the job's root filesystem",    remove_image,      true,  true  },
         { "remove the extracted checkout",       remove_checkout,   true,  true  },
         { "remove the job's runtime directory",  remove_run_dir,    true,  true  },

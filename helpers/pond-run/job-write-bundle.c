@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* job-write-bundle.c: step 4 of the design: the OCI bundle's config.json (json-c) for the job's profile,
- * with the staged workspace, the image, the job's network namespace and what the job is told about its
- * network, and the provider's own additions. */
+ * with the staged workspace, the image, the job's home (job-home.c, made here: its files need the
+ * broker's address), the job's network namespace and what the job is told about its network, and the
+ * provider's own additions. */
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -21,6 +22,7 @@ static int build_config(const Job *j, json_object **ret) {
                 .etc = s->image.etc,
                 .workspace = s->stage.workspace,
                 .workspace_readonly = s->stage.readonly,
+                .home = j->home.path,
                 .hostname = IMAGE_HOSTNAME,
                 .netns = j->network.up ? j->network.net.netns_path : NULL,
                 .posture_env = j->network.env,
@@ -46,6 +48,9 @@ int job_write_bundle(Job *j) {
         const char *s;
         int r;
 
+        r = job_home(j);
+        if (r < 0)
+                return r;
         r = build_config(j, &config);
         if (r < 0)
                 return log_error_errno(r, "Cannot build the OCI config: %m");

@@ -41,6 +41,7 @@ void job_done(Job *j) {
         job_runtime_done(&j->runtime);
         for (PondSidecar s = 0; s < _POND_SIDECAR_MAX; s++)
                 job_sidecar_done(&j->sidecars[s]);
+        job_home_done(&j->home);
         job_network_done(&j->network);
         job_staging_done(&j->staging);
         job_input_hash_done(&j->input_hash);

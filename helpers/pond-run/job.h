@@ -73,6 +73,12 @@ typedef struct JobSidecar {
         json_object *stats;             /* its totals, read after its stop */
 } JobSidecar;
 
+/* The confined job's private $HOME: a size-capped tmpfs under the run directory with the spec's
+ * home_files in it, bound at HOME_DIR (job-home.c). */
+typedef struct JobHome {
+        char *path;                     /* RUNDIR/jobs/ID/home, or NULL: no home (profile none) */
+} JobHome;
+
 /* The payload's processes and output (job-create.c, job-start.c, job-run-loop.c). */
 typedef struct JobRuntime {
         OutputLog log;
@@ -113,6 +119,7 @@ typedef struct Job {
         JobStaging staging;
         JobNetwork network;
         JobSidecar sidecars[_POND_SIDECAR_MAX];
+        JobHome home;
         JobRuntime runtime;
         JobOutcome outcome;
         JobResult result;
@@ -177,10 +184,18 @@ int job_egress_check(const char *text, size_t len, char **ret_error);
 int job_broker_config(const Job *j, json_object **ret, char **ret_error);
 int job_broker_check(const char *text, size_t len, char **ret_error);
 int job_broker_environment(json_object *config, const char *listen, char ***env);
+int job_broker_values(json_object *config, const char *name, char **ret_base_url, const char **ret_dummy_key);
 int job_broker_on_changed(sd_bus_message *m, void *userdata, sd_bus_error *error);
 
-/* 4. job-write-bundle.c: the OCI bundle's config.json for the profile. */
+/* 4. job-write-bundle.c: the OCI bundle's config.json for the profile, and the home it binds. */
 int job_write_bundle(Job *j);
+/*    job-home.c: the confined job's home: home_files refused at acceptance where there is no home; the
+ *    tmpfs mounted and the files rendered (broker URL, dummy key, job id) and written before the container
+ *    is created; unmounted in the teardown. */
+int job_home_accept(Job *j, char **ret_error);
+int job_home(Job *j);
+int job_home_teardown(Job *j);
+void job_home_done(JobHome *h);
 
 /* 5. job-create.c: the runtime's create step, run inside pond-ID.scope; the container's init waits. */
 int job_create_in_scope(Job *j);

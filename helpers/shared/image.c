@@ -15,8 +15,10 @@
 #include "macro.h"
 #include "oci.h"
 
-/* Every image must provide these, or the runtime would have to create them in a read-only root. */
-static const char *const mount_points[] = { "usr", "etc", "proc", "dev", "sys", "tmp", "workspace" };
+/* Every image must provide these, or the runtime would have to create them in a read-only root (home/job:
+ * a confined job's home, HOME_DIR). */
+static const char *const mount_points[] = { "usr", "etc", "proc", "dev", "sys", "tmp", "workspace", "home",
+                                            "home/job" };
 /* usr-merged top-level links, created only for those the host has as directories in /usr. */
 static const char *const usr_links[] = { "bin", "sbin", "lib", "lib32", "lib64", "libx32" };
 

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "home.h"
 #include "image.h"
 #include "log.h"
 #include "macro.h"
@@ -96,11 +97,13 @@ static int env_set(char **env, size_t *n, const char *entry) {
 
 /* From scratch: nothing of the supervisor's own environment reaches the job. The spec may override any
  * base entry (PATH for a virtualenv, HOME, LANG) except POND_JOB_ID, which names the job in its results
- * and logs and is pond's to say: a spec value for it is dropped. */
+ * and logs and is pond's to say: a spec value for it is dropped. HOME is the confined job's private home;
+ * profile none keeps /tmp. */
 int oci_job_environment(const ResolvedPolicy *r, const JobSpec *spec, char *const *posture_env, char ***ret) {
         const char *const base[] = {
-                "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "HOME=/tmp", "LANG=C.UTF-8",
-                "TMPDIR=/tmp", "USER=job",
+                "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
+                r && r->confined ? "HOME=" HOME_DIR : "HOME=/tmp",
+                "LANG=C.UTF-8", "TMPDIR=/tmp", "USER=job",
         };
         _cleanup_strv_free_ char **env = NULL;
         _cleanup_free_ char *id = NULL;
@@ -253,6 +256,10 @@ static int push_job_mounts(const ResolvedPolicy *r, const OciPaths *paths, json_
             push_mount(m, "/workspace", "bind", paths->workspace,
                        OPTS("rbind", ws_ro ? "ro" : "rw", "nosuid", "nodev")) < 0)
                 return -ENOMEM;
+        /* the confined job's private home: a size-capped tmpfs of its own, written before it starts */
+        if (paths->home &&
+            push_mount(m, HOME_DIR, "bind", paths->home, OPTS("rbind", "rw", "nosuid", "nodev")) < 0)
+                return -ENOMEM;
         return 0;
 }
 
@@ -363,7 +370,7 @@ static int check_inputs(const ResolvedPolicy *r, const JobSpec *spec, json_objec
                         return -EINVAL;
         if (!spec->command || !spec->command[0] || !spec->job_id)
                 return -EINVAL;
-        if (r->confined && (!seccomp || r->net == NET_OPEN))
+        if (r->confined && (!seccomp || r->net == NET_OPEN || !paths->home))
                 return -EINVAL;
         /* absolute, below the scope, and without "..": the container's cgroup stays below the job's scope */
         if (!paths->rootfs || !paths->cgroups_path || strstr(paths->cgroups_path, ".."))

@@ -17,6 +17,7 @@ typedef struct OciPaths {
         const char *etc;           /* generated /etc bound read-only, or NULL (the image brings its own) */
         const char *workspace;     /* staged workspace bound at /workspace, or NULL */
         bool workspace_readonly;
+        const char *home;          /* the job's home tmpfs, bound at HOME_DIR (confined profiles: required) */
         const char *netns;         /* network namespace to join by path, or NULL: a new empty one */
         const char *cgroups_path;  /* cgroupsPath: below the job's scope (absolute: see docs/architecture.md) */
         const char *hostname;

@@ -160,7 +160,7 @@ static int knob_apply(json_object *knobs, ResolvedPolicy *r, const char *name, j
         if (!json_get(knobs, name))
                 return fail(ret_error,
                             "sandbox.overrides.%s: not an overridable knob (only memory, cpus, pids_limit, "
-                            "tmpfs_size, image; a profile's posture cannot be changed)", name);
+                            "tmpfs_size, home_size, image; a profile's posture cannot be changed)", name);
         if (streq(name, "image")) {
                 const char *s = json_object_is_type(value, json_type_string) ? json_object_get_string(value)
                                                                              : NULL;
@@ -182,6 +182,8 @@ static int knob_apply(json_object *knobs, ResolvedPolicy *r, const char *name, j
                 r->pids_limit = v;
         else if (streq(name, "tmpfs_size"))
                 r->tmpfs_bytes = v;
+        else if (streq(name, "home_size"))
+                r->home_bytes = v;
         else
                 return fail(ret_error, "policy: knob %s is not known to this pond", name);
         return 0;
@@ -326,7 +328,7 @@ static int policy_validate(const Policy *p, char **ret_error) {
                 if (k < 0)
                         return k;
                 if (!r->image || r->memory_bytes == 0 || r->cpus_milli == 0 || r->pids_limit == 0 ||
-                    r->tmpfs_bytes == 0)
+                    r->tmpfs_bytes == 0 || r->home_bytes == 0)
                         return fail(ret_error, "policy: profile %s: defaults must set every knob", name);
         }
         return 0;

@@ -48,6 +48,7 @@ typedef struct ResolvedPolicy {
         uint64_t cpus_milli;  /* 1000 = one CPU */
         uint64_t pids_limit;
         uint64_t tmpfs_bytes;
+        uint64_t home_bytes;  /* the confined job's private $HOME (a tmpfs); profile none has none */
         char *image;
         uint64_t nofile;      /* rlimits, fixed by the profile */
         uint64_t nproc;

@@ -274,6 +274,153 @@ static int parse_credentials(json_object *v, const char *field, void *userdata, 
         return 0;
 }
 
+typedef struct HomeFileIn {
+        char *path, *content, *mode;
+} HomeFileIn;
+
+static const char *check_home_path(const char *s) {
+        return home_path_check(s);
+}
+
+static const char *check_home_mode(const char *s) {
+        mode_t m;
+        return home_mode_from_string(s, &m) < 0 ? "must be \"0600\", \"0400\", \"0700\" or \"0500\"" : NULL;
+}
+
+static const JsonField home_file_fields[] = {
+        { "path",    JSON_STRING, .offset = offsetof(HomeFileIn, path),    .flags = JSON_MANDATORY,
+          .check = check_home_path },
+        { "content", JSON_STRING, .offset = offsetof(HomeFileIn, content), .flags = JSON_MANDATORY,
+          .max = HOME_FILE_BYTES_MAX },
+        { "mode",    JSON_STRING, .offset = offsetof(HomeFileIn, mode),    .check = check_home_mode },
+        {}
+};
+
+static void home_files_free(HomeFile *l, size_t n) {
+        for (size_t i = 0; l && i < n; i++)
+                home_file_done(&l[i]);
+        free(l);
+}
+
+/* Two entries may not name the same path, nor may one be a directory the other needs ("a" and "a/b"). */
+static int check_home_conflicts(const HomeFile *l, size_t n, char **ret_error) {
+        for (size_t i = 0; i < n; i++)
+                for (size_t k = 0; k < i; k++) {
+                        const char *a = l[i].path, *b = l[k].path;
+                        size_t la = strlen(a), lb = strlen(b);
+
+                        if (streq(a, b))
+                                return refuse(ret_error, "home_files[%zu].path: '%s' appears twice", i, a);
+                        if ((la < lb && strncmp(a, b, la) == 0 && b[la] == '/') ||
+                            (lb < la && strncmp(a, b, lb) == 0 && a[lb] == '/'))
+                                return refuse(ret_error, "home_files[%zu].path: '%s' and '%s' cannot both be "
+                                              "files (one is the other's directory)", i, a, b);
+                }
+        return 0;
+}
+
+static int parse_home_file(json_object *v, const char *field, HomeFile *ret, char **ret_error) {
+        HomeFileIn in = {};
+        mode_t mode = 0600;
+        int r;
+
+        r = json_dispatch(v, field, home_file_fields, &in, ret_error);
+        if (r >= 0 && in.mode)
+                r = home_mode_from_string(in.mode, &mode);
+        free(in.mode);
+        if (r < 0) {
+                free(in.path);
+                free(in.content);
+                return r;
+        }
+        *ret = (HomeFile) { .path = in.path, .content = in.content, .mode = mode };
+        return 0;
+}
+
+/* The shape and the bounds of each entry; the placeholders are checked once the whole spec is read
+ * (check_home_templates()), since they name credentials. */
+static int parse_home_files(json_object *v, const char *field, void *userdata, char **ret_error) {
+        JobSpec *s = userdata;
+        HomeFile *l;
+        size_t n;
+        int r;
+
+        r = json_check_array(v, field, 0, HOME_FILES_MAX, ret_error);
+        if (r < 0)
+                return r;
+        n = json_object_array_length(v);
+        l = calloc(n + 1, sizeof(HomeFile));
+        if (!l)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                char elem[JSON_FIELD_MAX];
+
+                json_field_index(elem, field, i);
+                r = parse_home_file(json_object_array_get_idx(v, i), elem, &l[i], ret_error);
+                if (r < 0)
+                        break;
+        }
+        if (r >= 0)
+                r = check_home_conflicts(l, n, ret_error);
+        if (r < 0) {
+                home_files_free(l, n);
+                return r;
+        }
+        home_files_free(s->home_files, s->n_home_files);
+        s->home_files = l;
+        s->n_home_files = n;
+        return 0;
+}
+
+static bool has_credential(json_object *credentials, const char *name) {
+        for (size_t i = 0; i < json_object_array_length(credentials); i++) {
+                const char *c = json_get_str(json_object_array_get_idx(credentials, i), "name");
+                if (c && streq(c, name))
+                        return true;
+        }
+        return false;
+}
+
+/* At acceptance every value counts at its longest (HOME_VALUE_MAX); a credential must be the job's. */
+static int lookup_check(HomePlaceholder p, const char *arg, const char *field, void *userdata,
+                        const char **ret_value, char **ret_error) {
+        static const char longest[HOME_VALUE_MAX + 1] = { [0 ... HOME_VALUE_MAX - 1] = 'x' };
+        const JobSpec *s = userdata;
+
+        if (p != HOME_PLACEHOLDER_JOB_ID) {
+                if (!s->credentials)
+                        return refuse(ret_error, "%s: {{%s:%s}} needs credentials, and this job has none", field,
+                                      home_placeholder_to_string(p), arg);
+                if (!has_credential(s->credentials, arg))
+                        return refuse(ret_error, "%s: {{%s:%s}} names no credential of this job", field,
+                                      home_placeholder_to_string(p), arg);
+        }
+        *ret_value = longest;
+        return 0;
+}
+
+static int check_home_templates(const JobSpec *s, char **ret_error) {
+        size_t total = 0;
+
+        for (size_t i = 0; i < s->n_home_files; i++) {
+                char field[JSON_FIELD_MAX], elem[JSON_FIELD_MAX];
+                size_t n;
+                int r;
+
+                json_field_index(elem, "home_files", i);
+                json_field(field, elem, "content");
+                r = home_render(field, s->home_files[i].content, HOME_FILE_BYTES_MAX, lookup_check, (void *) s,
+                                NULL, &n, ret_error);
+                if (r < 0)
+                        return r == -E2BIG ? -EINVAL : r;
+                total += n;
+        }
+        if (total > HOME_FILES_BYTES_MAX)
+                return refuse(ret_error, "home_files: more than %u bytes in all once rendered (each placeholder "
+                              "counts as %d bytes)", HOME_FILES_BYTES_MAX, HOME_VALUE_MAX);
+        return 0;
+}
+
 static int parse_sandbox(json_object *v, const char *field, void *userdata, char **ret_error) {
         JobSpec *s = userdata;
         SandboxBlock b;
@@ -360,6 +507,7 @@ JobSpec *job_spec_free(JobSpec *s) {
         sandbox_block_done(&s->sandbox);
         strv_free(s->outputs);
         json_object_put(s->credentials);
+        home_files_free(s->home_files, s->n_home_files);
         free(s);
         return NULL;
 }
@@ -396,6 +544,7 @@ static const JsonField top_fields[] = {
         { "limits",      JSON_OBJECT, .callback = parse_limits },
         { "outputs",     JSON_ANY,    .callback = parse_outputs },
         { "credentials", JSON_ANY,    .callback = parse_credentials },
+        { "home_files",  JSON_ANY,    .callback = parse_home_files },
         {}
 };
 
@@ -418,6 +567,9 @@ int job_spec_parse(const char *buf, size_t len, JobSpec **ret, char **ret_error)
 
         if (s->checkout && s->bundle)
                 return refuse(ret_error, "bundle: not together with checkout (the bundle is the checkout)");
+        r = check_home_templates(s, ret_error);
+        if (r < 0)
+                return r;
         *ret = TAKE_PTR(s);
         return 0;
 }

@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <json-c/json.h>
 
+#include "home.h"
+
 /* The sandbox block as written by the dispatcher; its meaning is decided by policy_resolve(). */
 typedef struct SandboxBlock {
         char *profile;          /* NULL if absent: refused by policy (only an explicit "none" opts out) */
@@ -36,6 +38,9 @@ typedef struct JobSpec {
         char **outputs; /* workspace-relative paths, NULL-terminated, never NULL */
         json_object *credentials; /* array of sealed model credentials for the broker, or NULL; each entry
                                    * is checked in depth by the broker's own parser (broker-config.c) */
+        HomeFile *home_files;     /* small text files for a confined job's $HOME (home.h), placeholders
+                                   * checked against credentials here and rendered by the supervisor */
+        size_t n_home_files;
 } JobSpec;
 
 #define JOB_SPEC_TENANT_MAX 128

@@ -26,7 +26,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static Policy *policy;
 static struct {
-        uint64_t memory_min, memory_max, tmpfs_min, tmpfs_max, cpus_milli_min, cpus_milli_max, pids_min, pids_max;
+        uint64_t memory_min, memory_max, tmpfs_min, tmpfs_max, home_min, home_max;
+        uint64_t cpus_milli_min, cpus_milli_max, pids_min, pids_max;
 } bounds;
 
 static json_object *knob(const char *name, const char *which) {
@@ -58,6 +59,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
         bounds.memory_max = knob_size("memory", "max");
         bounds.tmpfs_min = knob_size("tmpfs_size", "min");
         bounds.tmpfs_max = knob_size("tmpfs_size", "max");
+        bounds.home_min = knob_size("home_size", "min");
+        bounds.home_max = knob_size("home_size", "max");
         /* cpus are kept in thousandths: allow the rounding either way */
         bounds.cpus_milli_min = (uint64_t) floor(knob_number("cpus", "min") * 1000.0);
         bounds.cpus_milli_max = (uint64_t) ceil(knob_number("cpus", "max") * 1000.0);
@@ -93,6 +96,7 @@ static void check_resolved(const SandboxBlock *b, const ResolvedPolicy *r) {
                 abort();
         if (r->memory_bytes < bounds.memory_min || r->memory_bytes > bounds.memory_max ||
             r->tmpfs_bytes < bounds.tmpfs_min || r->tmpfs_bytes > bounds.tmpfs_max ||
+            r->home_bytes < bounds.home_min || r->home_bytes > bounds.home_max ||
             r->cpus_milli < bounds.cpus_milli_min || r->cpus_milli > bounds.cpus_milli_max ||
             r->cpus_milli == 0 || r->pids_limit < bounds.pids_min || r->pids_limit > bounds.pids_max)
                 abort();

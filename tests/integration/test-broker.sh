@@ -22,7 +22,8 @@ trap 'in_box sh -c "rm -f /etc/pond/broker.env /etc/pond/broker-test-ca.crt; sed
       in_box "$POND_SRCDIR/tests/integration/egress-upstream.sh" down "$UP" >/dev/null 2>&1' EXIT
 for _ in $(seq 50); do in_box ip netns exec pond-up ss -ltn | grep -q 9443 && break; sleep 0.1; done
 
-# spec ID SEALED MAX_CENTS: a job spec file in the box with one Anthropic-shaped credential
+# spec ID SEALED MAX_CENTS [MEMBERS]: a job spec file in the box with one Anthropic-shaped credential (and
+# MEMBERS, more top-level members)
 spec() {
         local f
         f=$(in_box mktemp /var/tmp/pond-spec.XXXXXX)
@@ -32,7 +33,7 @@ spec() {
  "credentials":[{"name":"anthropic","upstream":"https://allowed.test:9443",
    "inject":{"header":"x-api-key","format":"{key}"},
    "allow":["POST /v1/messages","GET /v1/models"],
-   "env":{"key":"ANTHROPIC_API_KEY","base_url":"ANTHROPIC_BASE_URL"},"sealed":"$2"}]}
+   "env":{"key":"ANTHROPIC_API_KEY","base_url":"ANTHROPIC_BASE_URL"},"sealed":"$2"}]${4:+,$4}}
 JSON
         echo "$f"
 }
@@ -82,6 +83,31 @@ t_eq "usage metered (streamed and plain), recorded in the result" "200 100" \
         "$(result_field "$id" '"%d %d" % (r["broker"]["input_tokens"], r["broker"]["output_tokens"])')"
 t_clean "nothing left after a broker job" "$id"
 t_eq "no broker unit left" "" "$(in_box systemctl list-units --all --plain --no-legend "pond-broker@$id.service")"
+
+# --- the harness's home: its config file gets the broker's URL and the dummy key, the same the environment
+# has, and a client reading only that file reaches the upstream
+id=$(new_id brokerhome)
+f=$(spec "$id" "$(seal "$id")" 100 '"home_files":[{"path":".tool/config.json",
+  "content":"{\"url\":\"{{BROKER_URL:anthropic}}\",\"key\":\"{{DUMMY_KEY:anthropic}}\",\"id\":\"{{JOB_ID}}\"}"}]')
+run_job "$id" --spec "$f" -- python3 -c "$CLIENT"'
+c = json.load(open(os.environ["HOME"] + "/.tool/config.json"))
+print("url", c["url"] == base, c["url"].split("/")[-1])
+print("key", c["key"] == key, c["key"].startswith("pond-dummy-"))
+print("id", c["id"] == os.environ["POND_JOB_ID"])
+base, key = c["url"], c["key"]
+print("call", call("POST", "/v1/messages", msg)[0])'
+t_eq "home job with credentials succeeds" 0 "$RC"
+t_eq "{{BROKER_URL:anthropic}} is the job's base URL for the credential" "url True anthropic" "$(grep '^url' <<<"$OUT")"
+t_eq "{{DUMMY_KEY:anthropic}} is the job's dummy key" "key True True" "$(grep '^key' <<<"$OUT")"
+t_eq "{{JOB_ID}} is the job's id" "id True" "$(grep '^id' <<<"$OUT")"
+t_eq "a client configured only by the home file reaches the upstream" "call 200" "$(grep '^call' <<<"$OUT")"
+t_fail "the real key is not in the home file's job output" grep -qF "$REAL_KEY" <<<"$OUT"
+t_clean "nothing left after a broker job with a home" "$id"
+id=$(new_id brokerhomebad)
+f=$(spec "$id" "$(seal "$id")" 100 '"home_files":[{"path":"k","content":"{{DUMMY_KEY:openai}}"}]')
+run_job "$id" --spec "$f" -- true
+t_eq "a placeholder naming no credential of the job: refused" 125 "$RC"
+t_like "the refusal names the field" "home_files\[0\]\.content: \{\{DUMMY_KEY:openai\}\} names no credential" "$OUT"
 
 # --- sealed for another job, or tampered: the broker does not start, the job does not run
 id=$(new_id other)

@@ -68,6 +68,58 @@ done
 t_like "write to /workspace works" "^/workspace/ok writable$" "$(grep '^/workspace/ok ' <<<"$OUT")"
 t_like "write to /tmp works" "^/tmp/ok writable$" "$(grep '^/tmp/ok ' <<<"$OUT")"
 
+# --- the confined job's home: private, writable, the job user's, size-capped, with the spec's files in it
+# (templated), gone with the job; profile none keeps HOME=/tmp and cannot have home files
+id=$(new_id home)
+spec=$(in_box mktemp /var/tmp/pond-spec.XXXXXX)
+in_box sh -c "cat > $spec" <<JSON
+{"job_id":"$id","tenant":"t","command":["true"],
+ "sandbox":{"profile":"untrusted-code-read","overrides":{"home_size":"4M"}},
+ "home_files":[{"path":".config/tool/settings.json","content":"{\"job\": \"{{JOB_ID}}\"}\n"},
+               {"path":"bin/hello","content":"#!/bin/sh\necho hello from home\n","mode":"0700"}]}
+JSON
+# shellcheck disable=SC2016 # the job's shell expands $HOME
+run_job "$id" --spec "$spec" -- sh -c '
+        echo "HOME=$HOME"; stat -c "owner %u:%g %a" "$HOME"
+        stat -c "file %a %u" "$HOME/.config/tool/settings.json" "$HOME/bin/hello"; stat -c "dir %a %u" "$HOME/.config"
+        cat "$HOME/.config/tool/settings.json"; "$HOME/bin/hello"
+        touch "$HOME/new" && echo "home writable"
+        python3 -c "import os
+try:
+    with open(os.environ[\"HOME\"] + \"/big\", \"wb\") as f: f.write(b\"x\" * (8 << 20))
+    print(\"big written\")
+except OSError as e: print(\"big refused\", e.errno)"'
+t_eq "home job succeeds" 0 "$RC"
+t_eq "HOME is /home/job" "HOME=/home/job" "$(grep '^HOME=' <<<"$OUT")"
+t_eq "home owned by the job user, 0700" "owner 1000:1000 700" "$(grep '^owner' <<<"$OUT")"
+t_eq "home files: modes and owner" "$(printf 'file 600 1000\nfile 700 1000')" "$(grep '^file' <<<"$OUT")"
+t_eq "intermediate directories: 0700, the job user's" "dir 700 1000" "$(grep '^dir' <<<"$OUT")"
+t_eq "{{JOB_ID}} rendered" "{\"job\": \"$id\"}" "$(grep '^{' <<<"$OUT")"
+t_eq "a home file runs" "hello from home" "$(grep '^hello' <<<"$OUT")"
+t_eq "home writable (read-only posture)" "home writable" "$(grep '^home writable' <<<"$OUT")"
+t_eq "home capped at home_size (4M): 8M refused, ENOSPC" "big refused 28" "$(grep '^big' <<<"$OUT")"
+t_clean "nothing left after a home job" "$id"
+# shellcheck disable=SC2016 # the job's shell expands $HOME
+run_job "$(new_id homenone)" --profile none -- sh -c 'echo "HOME=$HOME"'
+t_eq "profile none keeps HOME=/tmp" "HOME=/tmp" "$(grep '^HOME=' <<<"$OUT")"
+id=$(new_id homenone)
+in_box sh -c "cat > $spec" <<JSON
+{"job_id":"$id","tenant":"t","command":["true"],"sandbox":{"profile":"none"},
+ "home_files":[{"path":"x","content":"x"}]}
+JSON
+run_job "$id" --spec "$spec" -- true
+t_eq "home_files with profile none: refused (exit 125)" 125 "$RC"
+t_like "the refusal names home_files" "home_files: need a confined profile" "$OUT"
+id=$(new_id homebad)
+in_box sh -c "cat > $spec" <<JSON
+{"job_id":"$id","tenant":"t","command":["true"],"sandbox":{"profile":"untrusted-code-write"},
+ "home_files":[{"path":"x","content":"{{NOPE}}"}]}
+JSON
+run_job "$id" --spec "$spec" -- true
+t_eq "an unknown placeholder: refused (exit 125)" 125 "$RC"
+t_like "the refusal names the field" "home_files\[0\]\.content: unknown placeholder" "$OUT"
+in_box rm -f "$spec"
+
 # --- the write posture's change set; the source checkout never changes
 src=$(in_box mktemp -d /var/tmp/pond-src.XXXXXX)
 in_box sh -c "mkdir -p $src/sub && echo keep > $src/keep && echo old > $src/mod && echo bye > $src/gone &&

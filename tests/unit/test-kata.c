@@ -137,7 +137,7 @@ TEST(config_sizes_the_vm_and_keeps_confinement) {
                              .memory_bytes = 1536ULL << 20, .cpus_milli = 1500, .pids_limit = 256,
                              .tmpfs_bytes = 64ULL << 20, .image = (char *) "host", .nofile = 1024, .nproc = 512 };
         JobSpec s = { .job_id = (char *) "k1", .tenant = (char *) "t", .command = cmd, .env = none, .outputs = none };
-        OciPaths p = { .rootfs = "/r", .host_usr = "/usr", .etc = "/e", .workspace = "/w",
+        OciPaths p = { .rootfs = "/r", .host_usr = "/usr", .etc = "/e", .workspace = "/w", .home = "/h",
                        .cgroups_path = "/pond.slice/pond-k1.scope/payload", .hostname = "pond" };
         _cleanup_json_ json_object *sc = json_object_from_file(POND_SOURCE_ROOT "/policy/seccomp.json");
         _cleanup_json_ json_object *c = NULL;

@@ -47,6 +47,7 @@ static OciPaths paths(bool ws_ro, const char *netns) {
                 .etc = "/var/lib/pond/jobs/job-42/etc",
                 .workspace = "/var/lib/pond/jobs/job-42/workspace",
                 .workspace_readonly = ws_ro,
+                .home = "/var/lib/pond/jobs/job-42/home",
                 .netns = netns,
                 .cgroups_path = "payload",
                 .hostname = "pond",
@@ -171,6 +172,40 @@ TEST(mounts_read_posture) {
         ASSERT_TRUE(has_string(jpath(find_mount(c, "/usr"), "options"), "ro"));
         ASSERT_TRUE(has_string(jpath(find_mount(c, "/etc"), "options"), "ro"));
         ASSERT_TRUE(has_string(jpath(find_mount(c, "/sys"), "options"), "ro"));
+}
+
+static bool strv_has(char **l, const char *s) {
+        for (; l && *l; l++)
+                if (streq(*l, s))
+                        return true;
+        return false;
+}
+
+/* A confined job's private home at /home/job (rw, nosuid, nodev) and HOME pointing there; without a home
+ * a confined config is refused; profile none keeps HOME=/tmp. */
+TEST(home_mount_and_environment) {
+        _cleanup_json_ json_object *c = build(true, FS_READONLY, NET_BROKER_ONLY, true, NULL), *sc = seccomp_policy();
+        ResolvedPolicy r = policy(true, FS_OVERLAY, NET_ALLOWLIST), none = policy(false, FS_HOST, NET_OPEN);
+        _cleanup_strv_free_ char **env = NULL, **env_none = NULL;
+        JobSpec s = spec();
+        OciPaths p = paths(false, NULL);
+        json_object *home, *c2 = NULL;
+        char *no_env[] = { NULL };
+
+        ASSERT_TRUE(c);
+        home = find_mount(c, "/home/job");
+        ASSERT_TRUE(home);
+        ASSERT_STREQ("/var/lib/pond/jobs/job-42/home", json_object_get_string(jpath(home, "source")));
+        ASSERT_TRUE(has_string(jpath(home, "options"), "rw"));
+        ASSERT_TRUE(has_string(jpath(home, "options"), "nosuid"));
+        ASSERT_TRUE(has_string(jpath(home, "options"), "nodev"));
+        p.home = NULL;
+        ASSERT_ERROR(EINVAL, oci_config_build(&r, &s, sc, &p, &c2));
+        s.env = no_env;
+        ASSERT_OK(oci_job_environment(&r, &s, NULL, &env));
+        ASSERT_TRUE(strv_has(env, "HOME=/home/job"));
+        ASSERT_OK(oci_job_environment(&none, &s, NULL, &env_none));
+        ASSERT_TRUE(strv_has(env_none, "HOME=/tmp"));
 }
 
 TEST(workspace_readonly_posture_wins_over_paths) {
@@ -392,6 +427,9 @@ TEST(image_host_layout) {
         link[n > 0 ? n : 0] = 0;
         ASSERT_STREQ("usr/bin", link);
         snprintf(path, sizeof path, "%s/rootfs/workspace", dir);
+        ASSERT_OK(stat(path, &st));
+        ASSERT_TRUE(S_ISDIR(st.st_mode));
+        snprintf(path, sizeof path, "%s/rootfs/home/job", dir);
         ASSERT_OK(stat(path, &st));
         ASSERT_TRUE(S_ISDIR(st.st_mode));
         snprintf(path, sizeof path, "%s/etc/os-release", dir);
