@@ -117,8 +117,17 @@ static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
-/* The job is cancelled, not left to spin on refused requests until its wall clock runs out. */
+static int on_ceiling_grace(sd_event_source *s, uint64_t usec, void *userdata) {
+        job_kill_payload(userdata);
+        return 0;
+}
+
+/* The job is cancelled, not left to spin on refused requests until its wall clock runs out. The payload is
+ * killed JOB_CEILING_GRACE_USEC later, so the agent can read the 402 that says why: nothing can be spent in
+ * between, the broker refuses every request once the ceiling is reached. */
 void job_cost_ceiling(Job *j) {
+        int r;
+
         /* Only while the payload runs: not before it started, not after its init has exited. */
         if (j->outcome.cancelled || j->runtime.init_pid <= 0 || j->outcome.ended_usec != 0)
                 return;
@@ -126,7 +135,10 @@ void job_cost_ceiling(Job *j) {
         job_fail(j, 0, "cost ceiling reached: max_cost_cents %llu spent",
                  (unsigned long long) j->input.spec->limits.max_cost_cents);
         audit_event(&j->audit, POND_EVENT_KILLED, AUDIT_NO_RC, "cost ceiling reached: killing %s", j->paths.scope);
-        job_kill_payload(j);
+        r = sd_event_add_time_relative(sd_bus_get_event(j->bus), NULL, CLOCK_MONOTONIC, JOB_CEILING_GRACE_USEC, 0,
+                                       on_ceiling_grace, j);
+        if (r < 0)
+                job_kill_payload(j); /* no timer: at once rather than never */
 }
 
 static int on_cancel(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {

@@ -208,7 +208,9 @@ int job_start(Job *j);
 int job_run_loop(Job *j);
 /* Kills everything in the payload's scope (the init at least, if the scope is gone). */
 void job_kill_payload(Job *j);
-/* The broker reports the job's budget spent: the job is cancelled, the reason recorded. */
+/* The broker reports the job's budget spent: the job is cancelled, the reason recorded, and the payload
+ * killed JOB_CEILING_GRACE_USEC later (the agent reads the broker's 402 that says why). */
+#define JOB_CEILING_GRACE_USEC (1000ULL * 1000)
 void job_cost_ceiling(Job *j);
 
 /* 8. job-collect.c: the outcome, the payload and sidecars stopped, input_sha, artifacts and log. r is what
