@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* seccomp-check.c: owns the invariant on policy/seccomp.json: fail-closed default, known actions,
  * operators, architectures and syscall names, the forbidden list never allowed, argument filters where
- * an allow is only safe with them, and a filter libseccomp really compiles (exported, never loaded). */
+ * an allow is only safe with them, errnos every backend can return, and a filter libseccomp really compiles
+ * (exported, never loaded). */
 #include <fcntl.h>
 #include <seccomp.h>
 #include <stdarg.h>
@@ -159,9 +160,11 @@ static int parse_action(json_object *o, const char *action_key, const char *errn
         set = r > 0;
         if (set && !info->takes_errno)
                 return fail(ret_error, "%s.%s: only valid with SCMP_ACT_ERRNO", where, errno_key);
-        /* errno 0 would make a refused syscall look like it succeeded */
-        if (set && e == 0)
-                return fail(ret_error, "%s.%s: must be 1..4095", where, errno_key);
+        /* errno 0 would make a refused syscall look like it succeeded; and runsc can only say EPERM and
+         * ENOSYS (runsc-seccomp.c), so a profile every backend applies as written uses no other. */
+        if (set && e != EPERM && e != ENOSYS)
+                return fail(ret_error, "%s.%s: must be 1 (EPERM) or 38 (ENOSYS), the errnos every backend "
+                            "can return", where, errno_key);
         *ret_info = info;
         *ret_action = info->takes_errno ? SCMP_ACT_ERRNO(set ? (uint16_t) e : EPERM) : info->action;
         return 0;

@@ -7,7 +7,8 @@
 /* Fails closed: -EINVAL with *ret_error (if not NULL) naming the offending field when the default action
  * allows, an action or operator is unknown, a syscall name is unknown to libseccomp, a forbidden syscall
  * (seccomp_forbidden_syscalls) is allowed, clone/personality/socket are allowed without their argument
- * filters, or libseccomp refuses to compile the filter. The filter is compiled, never loaded. */
+ * filters, an errnoRet is neither EPERM nor ENOSYS (all runsc can return), or libseccomp refuses to compile
+ * the filter. The filter is compiled, never loaded. */
 int seccomp_policy_check(json_object *seccomp, char **ret_error);
 
 /* The invariant: syscalls no profile may allow, whatever seccomp.json says. NULL-terminated. */

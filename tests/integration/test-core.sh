@@ -56,6 +56,42 @@ t_like "POND_JOB_ID set" "^env POND_JOB_ID=$id$" "$(grep 'env POND_JOB_ID' <<<"$
 t_ok "seccomp refuses unshare(CLONE_NEWUSER)" pond run --quiet --backend "$BACKEND" --profile untrusted-code-write \
         -- python3 -c 'import ctypes,sys; sys.exit(0 if ctypes.CDLL(None).unshare(0x10000000) != 0 else 1)'
 
+# --- threads and spawn, as every real harness uses them. glibc's pthread_create and posix_spawn (system,
+# popen) try clone3 first and fall back to clone only on ENOSYS, which each backend must give (runsc: see
+# docs/threat-model.md); clone with a namespace flag stays refused. coreutils' ls and stat use statx.
+id=$(new_id spawn)
+run_job "$id" --profile untrusted-code-write -- python3 -c '
+import ctypes, os, subprocess, threading
+libc = ctypes.CDLL(None, use_errno=True)
+ts = [threading.Thread(target=lambda: 0) for _ in range(16)]
+for t in ts: t.start()
+for t in ts: t.join()
+print("threads", len(ts))
+print("system", os.system("true"))
+print("popen", os.popen("echo hi").read().strip())
+print("posix_spawn", os.waitpid(os.posix_spawnp("true", ["true"], os.environ), 0)[1])
+print("subprocess", subprocess.run(["sh", "-c", "exit 7"]).returncode)
+r = libc.syscall(435, None, 0)
+print("clone3", r, ctypes.get_errno())
+r = libc.syscall(56, 0x10000000 | 17, 0, 0, 0, 0)
+if r == 0: os._exit(0)
+print("clone-newuser", r, ctypes.get_errno())
+for cmd in ("ls -l / >/dev/null", "stat -c %F /workspace", "find /workspace -maxdepth 0 -printf %y", "nproc"):
+    p = subprocess.run(["sh", "-c", cmd], stdout=subprocess.PIPE, text=True)
+    print(("cmd %s rc %d %s" % (cmd, p.returncode, p.stdout.strip())).rstrip())'
+t_eq "threads and spawn job succeeds" 0 "$RC"
+t_eq "16 threads start" "threads 16" "$(grep '^threads' <<<"$OUT")"
+t_eq "os.system (posix_spawn)" "system 0" "$(grep '^system' <<<"$OUT")"
+t_eq "popen" "popen hi" "$(grep '^popen' <<<"$OUT")"
+t_eq "posix_spawn" "posix_spawn 0" "$(grep '^posix_spawn' <<<"$OUT")"
+t_eq "subprocess (fork/vfork)" "subprocess 7" "$(grep '^subprocess' <<<"$OUT")"
+t_eq "clone3 answers ENOSYS" "clone3 -1 38" "$(grep '^clone3' <<<"$OUT")"
+t_eq "clone(CLONE_NEWUSER) refused" "clone-newuser -1 1" "$(grep '^clone-newuser' <<<"$OUT")"
+t_eq "ls -l works (statx)" "cmd ls -l / >/dev/null rc 0" "$(grep '^cmd ls' <<<"$OUT")"
+t_eq "stat works" "cmd stat -c %F /workspace rc 0 directory" "$(grep '^cmd stat' <<<"$OUT")"
+t_eq "find -printf works" "cmd find /workspace -maxdepth 0 -printf %y rc 0 d" "$(grep '^cmd find' <<<"$OUT")"
+t_like "nproc works" "^cmd nproc rc 0 [0-9]+$" "$(grep '^cmd nproc' <<<"$OUT")"
+
 # --- filesystem posture
 id=$(new_id fs)
 # shellcheck disable=SC2016 # the job's shell expands $p

@@ -386,6 +386,15 @@ static void allow_clone_unfiltered(json_object *o) {
         json_object *names = jpath(json_object_array_get_idx(jpath(o, "syscalls"), 0), "names");
         json_object_array_add(names, json_object_new_string("clone"));
 }
+static void errno_runsc_cannot_say(json_object *o) {
+        json_object *rule = json_object_new_object();
+        json_object *names = json_object_new_array();
+        json_object_array_add(names, json_object_new_string("chmod"));
+        json_object_object_add(rule, "names", names);
+        json_object_object_add(rule, "action", json_object_new_string("SCMP_ACT_ERRNO"));
+        json_object_object_add(rule, "errnoRet", json_object_new_int(13));
+        json_object_array_add(jpath(o, "syscalls"), rule);
+}
 static void unknown_action(json_object *o) {
         json_object_object_add(json_object_array_get_idx(jpath(o, "syscalls"), 0), "action",
                                json_object_new_string("SCMP_ACT_MAYBE"));
@@ -404,6 +413,7 @@ TEST(seccomp_policy_file) {
         ASSERT_OK(check_modified(sc, allow_unshare_logged, "\"unshare\" is forbidden"));
         ASSERT_OK(check_modified(sc, allow_clone_unfiltered, "clone may only be allowed"));
         ASSERT_OK(check_modified(sc, unknown_action, "syscalls[0].action"));
+        ASSERT_OK(check_modified(sc, errno_runsc_cannot_say, "].errnoRet: must be 1 (EPERM) or 38"));
 }
 
 TEST(image_host_layout) {

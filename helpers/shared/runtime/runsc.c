@@ -3,8 +3,9 @@
  * (systrap where this runsc has it and it works, else ptrace) is probed by running a trivial sandbox: once
  * per boot for jobs, cached under the runtime directory, and afresh by pondctl probe; a host where no
  * platform works refuses the backend.
- * --oci-seccomp makes runsc apply the OCI seccomp profile inside the sandbox too (it ignores it
- * otherwise). */
+ * A runsc older than RUNSC_MIN_RELEASE is refused by the same probe. --oci-seccomp makes runsc apply the
+ * OCI seccomp profile inside the sandbox too (it ignores it otherwise), in the form runsc-seccomp.c gives
+ * it. */
 #include <fcntl.h>
 #include <limits.h>
 #include <string.h>
@@ -12,11 +13,20 @@
 
 #include "dirs.h"
 #include "fileio.h"
+#include "json-util.h"
 #include "log.h"
 #include "runtime.h"
+#include "string-util.h"
 
 #define RUNSC "runsc"
 #define PLATFORM_PROBE_USEC (60ULL * 1000 * 1000)
+#define VERSION_USEC (10ULL * 1000 * 1000)
+
+/* The oldest gVisor release pond runs. Debian 12's own runsc (20221219) fails real workloads whatever the
+ * profile: it rejects statx(AT_NO_AUTOMOUNT), so `ls -l`, `stat` and `find -printf` fail on every path,
+ * and it knows pselect6 only as "pselect", so the profile's pselect6 rule is dropped and pselect(3) gets
+ * EPERM. 20240729 is bookworm-backports' (and Debian 13's); tools/install-deps installs it. */
+#define RUNSC_MIN_RELEASE 20240729U
 
 /* In order of preference: systrap is gVisor's fast platform but unknown to older runsc; ptrace works
  * wherever ptrace does. */
@@ -30,6 +40,39 @@ static int runsc_locate(char **ret_path, char **ret_reason) {
         return r;
 }
 
+int runsc_release(const char *version_output, unsigned *ret) {
+        _cleanup_free_ char *line = runtime_output_line(version_output, false);
+        const char *p = line ? strstr(line, "version ") : NULL;
+
+        if (!line)
+                return -ENOMEM;
+        /* The first run of exactly 8 digits: 0.0~YYYYMMDD.N or release-YYYYMMDD.N */
+        while (p && *p) {
+                size_t n = strspn(p, "0123456789");
+                if (n == 8 && strncmp(p, "20", 2) == 0) {
+                        *ret = (unsigned) strtoul(p, NULL, 10);
+                        return 0;
+                }
+                p += n ?: 1;
+        }
+        return -EINVAL;
+}
+
+/* NULL unless binary names a release older than pond runs, else why not (malloc'd). A build without a
+ * version stamp cannot be dated and is let through (its --version line shows in pondctl probe), and so is
+ * a binary whose --version fails: the platform probe then says what is wrong with it. */
+static char *release_refusal(const char *binary, uint64_t timeout_usec) {
+        _cleanup_free_ char *out = NULL;
+        char *argv[] = { (char *) binary, (char *) "--version", NULL };
+        unsigned release;
+
+        if (runtime_exec_output(argv, timeout_usec, &out) != 0 || runsc_release(out, &release) < 0 ||
+            release >= RUNSC_MIN_RELEASE)
+                return NULL;
+        return strdupf("runsc release %u is older than %u, the oldest pond runs (statx with AT_NO_AUTOMOUNT "
+                       "fails there, so `ls -l` and `stat` do)", release, RUNSC_MIN_RELEASE);
+}
+
 /* Each platform in turn runs `runsc do true` in a root of its own below tmpdir; the first that works is
  * the platform, else the reason names what each one said. Used by the job path (once per boot, cached)
  * and by pondctl probe (every time). */
@@ -37,6 +80,9 @@ static void runsc_probe(const char *binary, const char *tmpdir, uint64_t timeout
         _cleanup_free_ char *tried = NULL;
 
         *ret = (RuntimeProbe) {};
+        ret->reason = release_refusal(binary, timeout_usec < VERSION_USEC ? timeout_usec : VERSION_USEC);
+        if (ret->reason)
+                return;
         for (size_t i = 0; i < ELEMENTSOF(platforms); i++) {
                 _cleanup_free_ char *root = NULL, *opt = NULL, *prev = NULL;
                 RuntimeProbe one = {};
@@ -93,8 +139,9 @@ static void cache_write(char *cache, const char *platform) {
                 (void) write_file_atomic_at(dfd, "runsc-platform", line, strlen(line), 0644);
 }
 
-/* The platform this host runs gVisor with; cached so that only the first job of a boot pays for it. */
-static int runsc_platform(const char **ret) {
+/* The platform this host runs gVisor with; cached so that only the first job of a boot pays for the probe
+ * (and its release check). On failure, *ret_reason (if not NULL) says why. */
+static int runsc_platform_reason(const char **ret, char **ret_reason) {
         _cleanup_(runtime_probe_done) RuntimeProbe probe = {};
         _cleanup_free_ char *cache = cache_path();
         char root[] = "/tmp/pond-runsc-probe.XXXXXX";
@@ -117,11 +164,17 @@ static int runsc_platform(const char **ret) {
                         *ret = platforms[i];
                         return 0;
                 }
+        if (ret_reason)
+                *ret_reason = TAKE_PTR(probe.reason);
         return -EOPNOTSUPP;
 }
 
+static int runsc_platform(const char **ret) {
+        return runsc_platform_reason(ret, NULL);
+}
+
 static int runsc_check(char **ret_reason) {
-        _cleanup_free_ char *path = NULL;
+        _cleanup_free_ char *path = NULL, *why = NULL;
         const char *platform;
         int r;
 
@@ -131,10 +184,10 @@ static int runsc_check(char **ret_reason) {
                         *ret_reason = strdup("runsc (gVisor) is not installed on this worker");
                 return r;
         }
-        r = runsc_platform(&platform);
+        r = runsc_platform_reason(&platform, &why);
         if (r < 0 && ret_reason)
-                *ret_reason = strdup("runsc cannot run a sandbox on this worker "
-                                     "(no working platform: systrap, ptrace)");
+                *ret_reason = strdupf("runsc cannot run a sandbox on this worker: %s",
+                                      why ?: "no working platform (systrap, ptrace)");
         return r;
 }
 
@@ -200,6 +253,20 @@ static void runsc_forget(const RuntimeJob *j) {
                 (void) unlink(p);
 }
 
+/* The seccomp profile in the form gVisor's converter reads as pond means it (runsc-seccomp.c). */
+static int runsc_adjust_config(const ResolvedPolicy *r, json_object *config) {
+        json_object *seccomp = json_get(json_get(config, "linux"), "seccomp");
+        _cleanup_free_ char *err = NULL;
+        int k;
+
+        if (!seccomp)
+                return r->confined ? -EINVAL : 0;
+        k = runsc_seccomp_adapt(seccomp, &err);
+        if (k < 0)
+                log_debug("runsc: the seccomp profile cannot be expressed: %s", err ?: "?");
+        return k;
+}
+
 const RuntimeProvider runtime_runsc = {
         .name = "runsc",
         .locate = runsc_locate,
@@ -210,4 +277,5 @@ const RuntimeProvider runtime_runsc = {
         .delete_argv = runsc_delete_argv,
         .has_state = runsc_has_state,
         .forget = runsc_forget,
+        .adjust_config = runsc_adjust_config,
 };

@@ -74,6 +74,15 @@ const RuntimeProvider *runtime_provider_find(const char *name);
 int kata_runtime_path(char **ret);
 int kata_config_path(char **ret);
 
+/* runsc.c, exposed for its tests: the gVisor release date (YYYYMMDD) in `runsc --version`'s output, or
+ * -EINVAL when it names none. */
+int runsc_release(const char *version_output, unsigned *ret);
+/* runsc-seccomp.c: rewrites an OCI linux.seccomp object (already checked by seccomp_policy_check()) in
+ * place into the form gVisor's converter applies as written: SCMP_ACT_ERRNO with errnoRet ENOSYS becomes
+ * SCMP_ACT_TRACE (ENOSYS there, no tracer being possible). -EOPNOTSUPP for any other errno but EPERM,
+ * -EPERM if the profile allows ptrace; *ret_error says which rule. */
+int runsc_seccomp_adapt(json_object *seccomp, char **ret_error);
+
 /* Runs argv to completion (stdin /dev/null, stdout to stderr), killing it after timeout_usec.
  * Returns its exit status (>= 0), -ECANCELED if a signal ended it, or -errno. */
 int runtime_exec(char **argv, uint64_t timeout_usec);
