@@ -111,7 +111,8 @@ TEST(adjust_config) {
                              .tmpfs_bytes = 64ULL << 20, .image = (char *) "host", .nofile = 1024, .nproc = 512 };
         JobSpec s = { .job_id = (char *) "g1", .tenant = (char *) "t", .command = cmd, .env = none, .outputs = none };
         OciPaths p = { .rootfs = "/r", .host_usr = "/usr", .etc = "/e", .workspace = "/w",
-                       .cgroups_path = "/pond.slice/pond-g1.scope/payload", .hostname = "pond" };
+                       .cgroups_path = "/pond.slice/pond-g1.scope/payload", .hostname = "pond",
+                       .home = "/h" };
         _cleanup_json_ json_object *sc = seccomp_policy(), *c = NULL, *open = NULL;
 
         ASSERT_TRUE(sc);
