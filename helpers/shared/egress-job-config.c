@@ -8,54 +8,33 @@
 #include "fileio.h"
 #include "jobid.h"
 #include "json-strict.h"
+#include "json-util.h"
 
 #define LISTEN_MAX 64
 
-static int want_type(json_object *v, json_type type, const char *key, char **ret_error) {
-        if (!json_object_is_type(v, type))
-                return error_set(ret_error, -EINVAL, "egress config: '%s' must be a %s.", key,
-                                 json_type_to_name(type));
-        return 0;
+static const char *check_job_id(const char *s) {
+        return job_id_is_valid(s) ? NULL : "must be a job id";
 }
 
-static int parse_string(json_object *v, const char *key, size_t max, char **ret, char **ret_error) {
-        char *s;
-        int r;
-
-        r = want_type(v, json_type_string, key, ret_error);
-        if (r < 0)
-                return r;
-        if ((size_t) json_object_get_string_len(v) > max || json_object_get_string_len(v) == 0)
-                return error_set(ret_error, -EINVAL, "egress config: '%s' must be 1..%zu bytes.", key, max);
-        s = strdup(json_object_get_string(v));
-        if (!s)
-                return -ENOMEM;
-        free(*ret);
-        *ret = s;
-        return 0;
+static const char *check_absolute(const char *s) {
+        return s[0] == '/' ? NULL : "must be an absolute path";
 }
 
-static int parse_hosts(json_object *v, EgressAllow *allow, char **ret_error) {
+static int dispatch_hosts(json_object *v, const char *field, void *userdata, char **ret_error) {
+        EgressJobConfig *c = userdata;
         int r;
 
-        r = want_type(v, json_type_array, "allow_hosts", ret_error);
-        if (r < 0)
-                return r;
         for (size_t i = 0; i < json_object_array_length(v); i++) {
                 json_object *h = json_object_array_get_idx(v, i);
                 _cleanup_free_ char *p = NULL;
 
                 if (!json_object_is_type(h, json_type_string))
-                        return error_set(ret_error, -EINVAL, "egress config: 'allow_hosts' has an entry that "
-                                         "is not a string.");
-                r = egress_allow_add(allow, json_object_get_string(h));
-                if (r == -E2BIG)
-                        return error_set(ret_error, r, "egress config: 'allow_hosts' has more than %d entries.",
-                                         EGRESS_ALLOW_MAX);
+                        return error_set(ret_error, -EINVAL, "%s[%zu]: must be a string", field, i);
+                r = egress_allow_add(&c->allow, json_object_get_string(h));
                 if (r == -EINVAL) {
                         p = json_printable(json_object_get_string(h));
-                        return error_set(ret_error, r, "egress config: allow_hosts entry '%s' is not a host "
-                                         "name or *.domain wildcard (LDH, at least two labels).", p ?: "?");
+                        return error_set(ret_error, r, "%s[%zu]: '%s' is not a host name or *.domain wildcard "
+                                         "(LDH, at least two labels)", field, i, p ?: "?");
                 }
                 if (r < 0)
                         return r;
@@ -63,58 +42,33 @@ static int parse_hosts(json_object *v, EgressAllow *allow, char **ret_error) {
         return 0;
 }
 
-static int parse_ports(json_object *v, EgressJobConfig *c, char **ret_error) {
-        size_t n;
-        int r;
+static int dispatch_ports(json_object *v, const char *field, void *userdata, char **ret_error) {
+        EgressJobConfig *c = userdata;
+        size_t n = json_object_array_length(v);
 
-        r = want_type(v, json_type_array, "allowed_ports", ret_error);
-        if (r < 0)
-                return r;
-        n = json_object_array_length(v);
-        if (n == 0 || n > EGRESS_JOB_PORTS_MAX)
-                return error_set(ret_error, -EINVAL, "egress config: 'allowed_ports' must list 1..%d ports.",
-                                 EGRESS_JOB_PORTS_MAX);
         for (size_t i = 0; i < n; i++) {
                 json_object *p = json_object_array_get_idx(v, i);
                 int64_t port = json_object_is_type(p, json_type_int) ? json_object_get_int64(p) : 0;
 
                 if (port < 1 || port > 65535)
-                        return error_set(ret_error, -EINVAL, "egress config: 'allowed_ports' entries must be "
-                                         "ports 1..65535.");
+                        return error_set(ret_error, -EINVAL, "%s[%zu]: must be a port 1..65535", field, i);
                 c->ports[i] = (uint16_t) port;
         }
         c->n_ports = n;
         return 0;
 }
 
-static int parse_key(const char *key, json_object *v, EgressJobConfig *c, char **ret_error) {
-        int r;
-
-        if (streq(key, "job_id")) {
-                if (!json_object_is_type(v, json_type_string) || !job_id_is_valid(json_object_get_string(v)))
-                        return error_set(ret_error, -EINVAL, "egress config: 'job_id' must be a job id.");
-                return parse_string(v, key, JOB_ID_MAX, &c->job_id, ret_error);
-        }
-        if (streq(key, "listen"))
-                return parse_string(v, key, LISTEN_MAX, &c->listen, ret_error);
-        if (streq(key, "allow_hosts"))
-                return parse_hosts(v, &c->allow, ret_error);
-        if (streq(key, "allowed_ports"))
-                return parse_ports(v, c, ret_error);
-        if (streq(key, "allow_ip_literals")) {
-                r = want_type(v, json_type_boolean, key, ret_error);
-                if (r >= 0)
-                        c->allow_ip_literals = json_object_get_boolean(v);
-                return r;
-        }
-        if (streq(key, "stats_file")) {
-                r = parse_string(v, key, PATH_MAX - 1, &c->stats_file, ret_error);
-                if (r >= 0 && c->stats_file[0] != '/')
-                        return error_set(ret_error, -EINVAL, "egress config: 'stats_file' must be absolute.");
-                return r;
-        }
-        return error_set(ret_error, -EINVAL, "egress config: unknown key '%s'.", key);
-}
+static const JsonField config_fields[] = {
+        { "job_id",            JSON_STRING, .offset = offsetof(EgressJobConfig, job_id), .flags = JSON_MANDATORY,
+          .max = JOB_ID_MAX, .check = check_job_id },
+        { "listen",            JSON_STRING, .offset = offsetof(EgressJobConfig, listen), .min = 1, .max = LISTEN_MAX },
+        { "allow_hosts",       JSON_ARRAY,  .callback = dispatch_hosts, .max = EGRESS_ALLOW_MAX },
+        { "allowed_ports",     JSON_ARRAY,  .callback = dispatch_ports, .min = 1, .max = EGRESS_JOB_PORTS_MAX },
+        { "allow_ip_literals", JSON_BOOL,   .offset = offsetof(EgressJobConfig, allow_ip_literals) },
+        { "stats_file",        JSON_STRING, .offset = offsetof(EgressJobConfig, stats_file), .min = 1,
+          .max = PATH_MAX - 1, .check = check_absolute },
+        {}
+};
 
 int egress_job_config_parse(const char *text, size_t len, EgressJobConfig *ret, char **ret_error) {
         _cleanup_(egress_job_config_done) EgressJobConfig c = { .ports = { 443 }, .n_ports = 1 };
@@ -125,15 +79,9 @@ int egress_job_config_parse(const char *text, size_t len, EgressJobConfig *ret, 
         r = json_parse_strict(text, len, EGRESS_JOB_CONFIG_MAX_BYTES, 4, &root, &error);
         if (r < 0)
                 return error_set(ret_error, r, "egress config: %s", error ?: "invalid JSON");
-        if (!json_object_is_type(root, json_type_object))
-                return error_set(ret_error, -EINVAL, "egress config: not a JSON object.");
-        json_object_object_foreach(root, key, v) {
-                r = parse_key(key, v, &c, ret_error);
-                if (r < 0)
-                        return r;
-        }
-        if (!c.job_id)
-                return error_set(ret_error, -EINVAL, "egress config: 'job_id' is required.");
+        r = json_dispatch(root, NULL, config_fields, &c, &error);
+        if (r < 0)
+                return error_set(ret_error, r, "egress config: %s", error ?: "invalid");
         *ret = c;
         c = (EgressJobConfig) {};
         return 0;
