@@ -53,7 +53,7 @@ fi
 ids=()            # every job, for the leftover and result checks at the end
 rcs=()            # pondctl's exit status for each of them
 table=()          # "case oracle pond verdict" rows
-OPASS='' OOUT='' PPASS='' POUT='' PRC=''
+OPASS='' OOUT='' PPASS='' POUT='' PRC='' PID_LAST=''
 
 # passed RC OUTPUT NAME: the case ran to its end ("case NAME ok" last) with status 0
 passed() { [ "$1" = 0 ] && [ "${2##*$'\n'}" = "case $3 ok" ]; }
@@ -72,11 +72,12 @@ oracle() {
         if passed "$rc" "$OOUT" "$1"; then OPASS=pass; else OPASS=fail; OOUT+=$'\n'"(exit status $rc)"; fi
 }
 
-# in_pond NAME: the case as a pond job on the checkout; sets PPASS (pass|fail), POUT and PRC
+# in_pond NAME: the case as a pond job on the checkout; sets PPASS (pass|fail), POUT, PRC and PID_LAST (its id)
 in_pond() {
         local id
         id=$(new_id "wl-$1")
         ids+=("$id")
+        PID_LAST=$id
         POUT=$(pond run --quiet --job-id "$id" --backend "$BACKEND" --profile untrusted-code-write \
                 --checkout "$fx/co" --timeout "$CASE_TIMEOUT" --pids "$CASE_PIDS" -- bash case.sh "$1" 2>&1)
         PRC=$?
@@ -84,8 +85,16 @@ in_pond() {
         if passed "$PRC" "$POUT" "$1"; then PPASS=pass; else PPASS=fail; POUT+=$'\n'"(exit status $PRC)"; fi
 }
 
-# verdict DESC ORACLE POND ORACLE-OUTPUT POND-OUTPUT: one TAP line (ORACLE and POND are pass|fail), one row
-# of the table
+# journal_of ID: the last of what pond and systemd said about job ID (not the payload's output, shown above):
+# the supervisor's own word when it fails
+journal_of() {
+        in_box journalctl -q --no-pager -o cat _SYSTEMD_UNIT="pond-job@$1.service" SYSLOG_IDENTIFIER=pond \
+                + _SYSTEMD_UNIT="pond-egress@$1.service" + UNIT="pond-job@$1.service" \
+                + UNIT="pond-egress@$1.service" 2>&1 | grep -v '^$' | tail -n 25
+}
+
+# verdict DESC ORACLE POND ORACLE-OUTPUT POND-OUTPUT [ID]: one TAP line (ORACLE and POND are pass|fail), one
+# row of the table; a failure also shows the journal of job ID
 verdict() {
         local desc=$1 v
         if [ "$2" != pass ]; then
@@ -99,6 +108,7 @@ verdict() {
                 t_not_ok "$desc under $BACKEND (its oracle passes)" \
                         "--- in pond ($BACKEND), last 40 lines:" "$(tail -n 40 <<<"$5")" \
                         "--- outside pond (the oracle), last 40 lines:" "$(tail -n 40 <<<"$4")"
+                [ -z "${6:-}" ] || diag "--- the journal of job $6:" "$(journal_of "$6")"
         fi
         table+=("$(printf '%-24s %-7s %-7s %s' "$desc" "$2" "$3" "$v")")
 }
@@ -107,7 +117,7 @@ run_case() { # NAME
         oracle "$1"
         in_pond "$1"
         [ "${POND_TEST_VERBOSE:-0}" != 1 ] || diag "--- $1 in pond:" "$POUT" "--- $1 oracle:" "$OOUT"
-        verdict "$1" "$OPASS" "$PPASS" "$OOUT" "$POUT"
+        verdict "$1" "$OPASS" "$PPASS" "$OOUT" "$POUT" "$PID_LAST"
 }
 
 for c in pytest pytest-xdist python-threading python-multiprocessing python-sqlite3 python-venv-pip \
@@ -123,7 +133,7 @@ for f in epoll inotify eventfd timerfd signalfd memfd futex shm proc-self pipes;
         # a facility's own line says why it failed; without one (the probe did not build or crashed), the
         # whole output does
         verdict "sysprobe: $f" "$([ "$o" = "$f ok" ] && echo pass || echo fail)" \
-                "$([ "$p" = "$f ok" ] && echo pass || echo fail)" "${o:-$OOUT}" "${p:-$POUT}"
+                "$([ "$p" = "$f ok" ] && echo pass || echo fail)" "${o:-$OOUT}" "${p:-$POUT}" "$PID_LAST"
 done
 
 # --- every job signed a result that says what pondctl said, and left nothing behind

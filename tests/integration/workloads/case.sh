@@ -13,7 +13,8 @@ export PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 PYTHOND
 export npm_config_offline=true npm_config_audit=false npm_config_fund=false npm_config_update_notifier=false
 export npm_config_cache=$tmp/npm-cache
 export GOPROXY=off GOFLAGS=-mod=mod GOCACHE=$tmp/go-cache GOPATH=$tmp/go GOTELEMETRY=off CGO_ENABLED=0
-export GIT_AUTHOR_NAME=pond GIT_AUTHOR_EMAIL=pond@example.org GIT_COMMITTER_NAME=pond GIT_COMMITTER_EMAIL=pond@example.org
+export GIT_AUTHOR_NAME=pond GIT_AUTHOR_EMAIL=pond@example.org
+export GIT_COMMITTER_NAME=pond GIT_COMMITTER_EMAIL=pond@example.org
 export GIT_CONFIG_NOSYSTEM=1
 
 # py: the Python program on stdin, run from a file (multiprocessing's spawn re-imports the main module by path)
