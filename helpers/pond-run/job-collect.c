@@ -54,7 +54,12 @@ static void record_outcome(Job *j, int r) {
                 o->ended_usec = clock_usec(CLOCK_REALTIME);
                 o->ended_mono = clock_usec(CLOCK_MONOTONIC);
         }
-        if (r < 0) {
+        /* A step that failed because the job's service is being stopped (its scope goes with it, BindsTo=)
+         * was cancelled, not a failure of pond's. */
+        if (r < 0 && !o->cancelled && job_stop_requested(j)) {
+                o->cancelled = true;
+                job_fail(j, 0, "cancelled before the payload ran to its end (the job's service was stopped)");
+        } else if (r < 0) {
                 o->failed = true;
                 job_fail(j, r, "pond could not run the job (see the journal of its unit)");
         }

@@ -77,7 +77,7 @@ static void job_cancel(Job *j, const char *why) {
 /* `systemctl stop` of the job's service also stops the scope (BindsTo=), and systemd may signal the payload
  * before this loop has read its own SIGTERM: an init that dies then was cancelled, not completed. Either the
  * SIGTERM is still pending here, or the service is being stopped. */
-static bool stop_requested(Job *j) {
+bool job_stop_requested(Job *j) {
         sigset_t pending;
 
         if (sigpending(&pending) >= 0 &&
@@ -90,7 +90,7 @@ static int on_init_exit(sd_event_source *s, const siginfo_t *si, void *userdata)
         Loop *l = userdata;
         JobOutcome *o = &l->job->outcome;
 
-        if (!o->cancelled && !o->timed_out && stop_requested(l->job))
+        if (!o->cancelled && !o->timed_out && job_stop_requested(l->job))
                 job_cancel(l->job, "the job's service is being stopped");
 
         o->ended_mono = clock_usec(CLOCK_MONOTONIC);

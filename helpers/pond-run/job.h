@@ -206,6 +206,8 @@ int job_start(Job *j);
 
 /* 7. job-run-loop.c: output, wall clock, cancellation, cost ceiling, until the init has exited. */
 int job_run_loop(Job *j);
+/* A stop of the job's service is under way: its SIGTERM is pending here, or the unit is deactivating. */
+bool job_stop_requested(Job *j);
 /* Kills everything in the payload's scope (the init at least, if the scope is gone). */
 void job_kill_payload(Job *j);
 /* The broker reports the job's budget spent: the job is cancelled, the reason recorded, and the payload
