@@ -14,6 +14,7 @@ static const struct {
         [POND_DIR_RUN] = { "POND_RUNDIR", POND_RUNDIR },
         [POND_DIR_KEY] = { NULL, POND_KEYDIR },
         [POND_DIR_NFT] = { NULL, POND_NFTDIR },
+        [POND_DIR_CONFIG] = { "POND_CONFDIR", POND_CONFDIR },
 };
 
 const char *pond_dir(PondDir d) {

@@ -10,6 +10,7 @@ typedef enum PondDir {
         POND_DIR_RUN,           /* per-job runtime state, leases, the runtimes' roots: $POND_RUNDIR */
         POND_DIR_KEY,           /* the worker's keys (no override: the pinned keys are not relocatable) */
         POND_DIR_NFT,           /* nftables templates (no override; $POND_NFT_TEMPLATE names a file) */
+        POND_DIR_CONFIG,        /* the operator's site settings, SYSCONFDIR/pond: $POND_CONFDIR */
         _POND_DIR_MAX,
 } PondDir;
 

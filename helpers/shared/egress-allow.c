@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* egress-allow.c: the allowlist of pond-egress. Names are compared in one canonical form (lowercase LDH,
- * no trailing dot) so "GitHub.com." and "github.com" are the same entry and no byte outside [a-z0-9.-]
+ * no trailing dot) so "Git.Example.net." and "git.example.net" are the same entry and no byte outside [a-z0-9.-]
  * ever reaches a comparison, a log line or the resolver. */
 #include <ctype.h>
 

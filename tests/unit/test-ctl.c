@@ -44,7 +44,7 @@ static JobSpec *run_spec(int argc, char **argv, json_object *base, char **ret_bu
 TEST(run_options_build_a_valid_spec) {
         char *argv[] = { "run", "--profile", "untrusted-code-write", "--backend", "runc",
                          "--tier", "trusted", "--image", "host", "--checkout", "/tmp",
-                         "--allow-host", "PyPI.org", "--allow-host", "*.github.com",
+                         "--allow-host", "Registry.Example.org", "--allow-host", "*.git.example.net",
                          "--memory", "512M", "--cpus", "1.5", "--pids", "100", "--tmpfs-size", "64M",
                          "--timeout", "30", "--output", "out", "--output", "dist/a.whl",
                          "--env", "A=1", "--env", "B=x=y", "--job-id", "job-1", "--quiet",
@@ -63,8 +63,8 @@ TEST(run_options_build_a_valid_spec) {
         ASSERT_STREQ("untrusted-code-write", s->sandbox.profile);
         ASSERT_STREQ("runc", s->sandbox.backend);
         ASSERT_STREQ("trusted", s->sandbox.tier);
-        ASSERT_STREQ("pypi.org", s->sandbox.allow_hosts[0]);
-        ASSERT_STREQ("*.github.com", s->sandbox.allow_hosts[1]);
+        ASSERT_STREQ("registry.example.org", s->sandbox.allow_hosts[0]);
+        ASSERT_STREQ("*.git.example.net", s->sandbox.allow_hosts[1]);
         ASSERT_EQ(30, s->limits.wall_clock_s);
         ASSERT_STREQ("out", s->outputs[0]);
         ASSERT_STREQ("dist/a.whl", s->outputs[1]);

@@ -79,7 +79,7 @@ static const struct {
           NULL, NULL, "sandbox.runc", "pool:trusted" },
         { W "}", "acme", NULL, "sandbox.runc", "pool:trusted" }, /* a tenant alone does not pick a pool */
         { "{\"profile\":\"none\",\"tier\":\"byo\"}", "acme", NULL, "sandbox.runc", "pool:byo,tenant:acme" },
-        { W ",\"allow_hosts\":[\"pypi.org\"]}", NULL, NULL, "sandbox.runc", "pool:trusted" },
+        { W ",\"allow_hosts\":[\"registry.example.org\"]}", NULL, NULL, "sandbox.runc", "pool:trusted" },
         { "{\"profile\":\"none\",\"backend\":\"runsc\"}", NULL, NULL, "sandbox.runsc", "pool:any" },
         { OV("\"cpus\":0.1"), NULL, NULL, "sandbox.runc", "pool:trusted" },
 
@@ -109,7 +109,7 @@ static const struct {
         { OV("\"image\":\"../etc\""), NULL, "image", NULL, NULL },
         { W ",\"overrides\":[]}", NULL, "overrides", NULL, NULL },
         { W ",\"posture\":\"open\"}", NULL, "unknown key", NULL, NULL },
-        { W ",\"allow_hosts\":\"pypi.org\"}", NULL, "allow_hosts", NULL, NULL },
+        { W ",\"allow_hosts\":\"registry.example.org\"}", NULL, "allow_hosts", NULL, NULL },
         { "[]", NULL, "must be an object", NULL, NULL },
         { "null", NULL, "must be an object", NULL, NULL },
 };

@@ -15,12 +15,13 @@ static int parse(const char *s, size_t *head_len, const char **reason) {
 }
 
 TEST(good_name) {
-        const char *s = "CONNECT pypi.org:443 HTTP/1.1\r\nHost: pypi.org:443\r\nUser-Agent: pip\r\n\r\n";
+        const char *s = "CONNECT registry.example.org:443 HTTP/1.1\r\nHost: registry.example.org:443\r\n"
+                        "User-Agent: pip\r\n\r\n";
         size_t len = 0;
 
         ASSERT_EQ(1, parse(s, &len, NULL));
         ASSERT_EQ(strlen(s), len);
-        ASSERT_STREQ("pypi.org", req_.host);
+        ASSERT_STREQ("registry.example.org", req_.host);
         ASSERT_EQ(443, req_.port);
         ASSERT_EQ(EGRESS_HOST_NAME, req_.kind);
 }

@@ -67,7 +67,8 @@ TEST(valid_full_spec) {
                 "  \"checkout\": \"/var/lib/pond/jobs/x/checkout\",\n"
                 "  \"sandbox\": {\"profile\": \"untrusted-code-write\", \"backend\": \"runc\", \"tier\": \"trusted\",\n"
                 "              \"overrides\": {\"memory\": \"512M\", \"cpus\": 1.5, \"pids_limit\": 256},\n"
-                "              \"allow_hosts\": [\"PyPI.org\", \"*.github.com\", \"files.pythonhosted.org\"]},\n"
+                "              \"allow_hosts\": [\"Registry.Example.org\", \"*.git.example.net\",\n"
+                "                              \"files.example.org\"]},\n"
                 "  \"limits\": {\"wall_clock_s\": 600, \"output_bytes\": 1048576, \"artifact_bytes\": 17179869184,\n"
                 "             \"artifact_files\": 1000000},\n"
                 "  \"outputs\": [\"dist\", \"build/report.xml\", \".hidden/x\"]\n"
@@ -96,8 +97,8 @@ TEST(valid_full_spec) {
         ASSERT_TRUE(json_object_object_get_ex(s->sandbox.overrides, "memory", &v));
         ASSERT_STREQ("512M", json_object_get_string(v));
         ASSERT_EQ(3, strv_length(s->sandbox.allow_hosts));
-        ASSERT_STREQ("pypi.org", s->sandbox.allow_hosts[0]);
-        ASSERT_STREQ("*.github.com", s->sandbox.allow_hosts[1]);
+        ASSERT_STREQ("registry.example.org", s->sandbox.allow_hosts[0]);
+        ASSERT_STREQ("*.git.example.net", s->sandbox.allow_hosts[1]);
         ASSERT_EQ(600, s->limits.wall_clock_s);
         ASSERT_EQ(1048576, s->limits.output_bytes);
         ASSERT_EQ(JOB_SPEC_MAX_ARTIFACT_BYTES, s->limits.artifact_bytes);
