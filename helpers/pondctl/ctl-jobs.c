@@ -91,19 +91,18 @@ int ctl_verb_status(int argc, char *argv[]) {
         _cleanup_(ctl_unit_state_done) CtlUnitState st = {};
         _cleanup_(job_paths_done) JobPaths paths = {};
         _cleanup_json_ json_object *result = NULL;
-        _cleanup_free_ char *unit = NULL;
         _cleanup_bus_ sd_bus *bus = NULL;
         const char *id;
         int r;
 
         if (ctl_job_id_arg(argc, argv, 1, &id) < 0)
                 return CTL_EXIT_ERROR;
-        if (job_paths_init(&paths, id) < 0 || unit_name(UNIT_JOB_SERVICE, id, &unit) < 0)
+        if (job_paths_init(&paths, id) < 0)
                 return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
-        printf("job:    %s\nunit:   %s\n", id, unit);
+        printf("job:    %s\nunit:   %s\n", id, paths.service);
         r = ctl_bus_open(&bus);
         if (r >= 0)
-                r = ctl_unit_get_state(bus, unit, true, &st);
+                r = ctl_unit_get_state(bus, paths.service, true, &st);
         if (r < 0)
                 printf("state:  unknown (%s)\n", strerror(-r));
         else
@@ -150,7 +149,7 @@ int ctl_verb_logs(int argc, char *argv[]) {
         static const struct option options[] = { { "follow", no_argument, NULL, 'f' }, {} };
         _cleanup_(ctl_log_follower_done) CtlLogFollower f = CTL_LOG_FOLLOWER_NULL;
         _cleanup_(job_paths_done) JobPaths paths = {};
-        _cleanup_free_ char *dir = NULL, *unit = NULL;
+        _cleanup_free_ char *dir = NULL;
         _cleanup_bus_ sd_bus *bus = NULL;
         bool follow = false;
         const char *id;
@@ -164,7 +163,7 @@ int ctl_verb_logs(int argc, char *argv[]) {
         }
         if (ctl_job_id_arg(argc, argv, optind, &id) < 0)
                 return CTL_EXIT_ERROR;
-        if (job_paths_init(&paths, id) < 0 || unit_name(UNIT_JOB_SERVICE, id, &unit) < 0 ||
+        if (job_paths_init(&paths, id) < 0 ||
             ctl_job_log_dir(&paths, id, &dir) < 0 ||
             ctl_log_follower_init(&f, dir, STDOUT_FILENO, STDERR_FILENO) < 0)
                 return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
@@ -177,8 +176,8 @@ int ctl_verb_logs(int argc, char *argv[]) {
                 r = ctl_bus_open(&bus);
                 if (r < 0)
                         return ctl_fail_errno(CTL_EXIT_ERROR, r,
-                                              "Cannot connect to the system bus to follow %s: %m", unit);
-                r = follow_log(bus, unit, &f);
+                                              "Cannot connect to the system bus to follow %s: %m", paths.service);
+                r = follow_log(bus, paths.service, &f);
         }
         if (r < 0)
                 return ctl_fail_errno(CTL_EXIT_ERROR, r, "Cannot read the log of job %s in %s: %m", id, dir);
@@ -222,23 +221,23 @@ int ctl_verb_wait(int argc, char *argv[]) {
 
 int ctl_verb_cancel(int argc, char *argv[]) {
         _cleanup_(job_paths_done) JobPaths paths = {};
-        _cleanup_free_ char *unit = NULL, *err = NULL;
+        _cleanup_free_ char *err = NULL;
         _cleanup_bus_ sd_bus *bus = NULL;
         const char *id;
         int r;
 
         if (ctl_job_id_arg(argc, argv, 1, &id) < 0)
                 return CTL_EXIT_ERROR;
-        if (job_paths_init(&paths, id) < 0 || unit_name(UNIT_JOB_SERVICE, id, &unit) < 0)
+        if (job_paths_init(&paths, id) < 0)
                 return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
         if (!job_known(&paths, id))
                 return ctl_fail(CTL_EXIT_ERROR, "No job %s in %s.", id, paths.spool);
         r = ctl_bus_open(&bus);
         if (r < 0)
-                return ctl_fail_errno(CTL_EXIT_ERROR, r, "Cannot stop %s: no system bus: %m", unit);
-        r = ctl_unit_call(bus, "StopUnit", unit, &err);
+                return ctl_fail_errno(CTL_EXIT_ERROR, r, "Cannot stop %s: no system bus: %m", paths.service);
+        r = ctl_unit_call(bus, "StopUnit", paths.service, &err);
         if (r < 0)
-                return ctl_fail(CTL_EXIT_ERROR, "Cannot stop %s: %s", unit, err ?: strerror(-r));
+                return ctl_fail(CTL_EXIT_ERROR, "Cannot stop %s: %s", paths.service, err ?: strerror(-r));
         return 0;
 }
 
@@ -259,11 +258,11 @@ static void list_one(sd_bus *bus, const char *id) {
         _cleanup_(ctl_unit_state_done) CtlUnitState st = {};
         _cleanup_(job_paths_done) JobPaths paths = {};
         _cleanup_json_ json_object *result = NULL;
-        _cleanup_free_ char *unit = NULL, *profile = NULL;
+        _cleanup_free_ char *profile = NULL;
         const char *state = "unknown", *prof = NULL;
         char rc[32] = "-";
 
-        if (job_paths_init(&paths, id) < 0 || unit_name(UNIT_JOB_SERVICE, id, &unit) < 0)
+        if (job_paths_init(&paths, id) < 0)
                 return;
         if (ctl_result_peek(&paths, id, &result) >= 0) {
                 json_object *ex = json_object_object_get(result, "exit");
@@ -276,7 +275,7 @@ static void list_one(sd_bus *bus, const char *id) {
                         snprintf(rc, sizeof rc, "%s", json_object_get_string(sig));
                 else if (json_object_is_type(code, json_type_int))
                         snprintf(rc, sizeof rc, "%d", json_object_get_int(code));
-        } else if (bus && ctl_unit_get_state(bus, unit, false, &st) >= 0)
+        } else if (bus && ctl_unit_get_state(bus, paths.service, false, &st) >= 0)
                 /* Queued but not started: pending. Stopped without a result: it will never have one. */
                 state = st.job_pending && streq(st.active_state, "inactive") ? "pending" :
                         ctl_unit_state_is_running(&st) ? "running" : "failed";
