@@ -4,7 +4,10 @@
  * into config.json with the bundle, the view watched while the job runs (LXCFS gone: its files unmounted
  * under best-effort, the job failed under required), and the lease given back in the teardown. */
 #include <sched.h>
+#include <sys/epoll.h>
+#include <sys/syscall.h>
 #include <sys/sysinfo.h>
+#include <unistd.h>
 #include <systemd/sd-event.h>
 
 #include "cpu-lease.h"
@@ -104,15 +107,52 @@ static void view_lost(Job *j) {
                     v->degraded ?: "LXCFS went away");
 }
 
+static void check_view(Job *j) {
+        if (j->view.view.lxcfs && j->outcome.ended_usec == 0 && !j->outcome.failed &&
+            resource_view_stale(j->runtime.init_pid) > 0)
+                view_lost(j);
+}
+
+/* LXCFS's process exited: its FUSE connection is aborted by then, so the check sees it at once. */
+static int on_lxcfs_exit(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        check_view(userdata);
+        return sd_event_source_set_enabled(s, SD_EVENT_OFF);
+}
+
+/* The fast path: a pidfd of lxcfs.service's main process, so the view is repaired within the loop's next
+ * turn rather than the next tick. An LXCFS run otherwise (not as the unit) has only the tick. */
+static int watch_lxcfs_process(Job *j, sd_event *e) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        sd_event_source *s = NULL;
+        uint32_t pid = 0;
+        int fd, r;
+
+        r = sd_bus_get_property_trivial(j->bus, "org.freedesktop.systemd1",
+                                        "/org/freedesktop/systemd1/unit/lxcfs_2eservice",
+                                        "org.freedesktop.systemd1.Service", "MainPID", &error, 'u', &pid);
+        if (r < 0 || pid == 0)
+                return 0;
+        fd = (int) syscall(SYS_pidfd_open, (pid_t) pid, 0);
+        if (fd < 0)
+                return 0;
+        r = sd_event_add_io(e, &s, fd, EPOLLIN, on_lxcfs_exit, j);
+        if (r < 0) {
+                safe_close(fd);
+                return r;
+        }
+        r = sd_event_source_set_io_fd_own(s, true);
+        if (r >= 0)
+                r = sd_event_source_set_floating(s, true);
+        sd_event_source_unref(s);
+        return r;
+}
+
 static int on_watch(sd_event_source *s, uint64_t usec, void *userdata) {
         Job *j = userdata;
-        int r;
 
+        check_view(j);
         if (!j->view.view.lxcfs || j->outcome.ended_usec != 0 || j->outcome.failed)
                 return sd_event_source_set_enabled(s, SD_EVENT_OFF);
-        r = resource_view_stale(j->runtime.init_pid);
-        if (r > 0)
-                view_lost(j);
         return sd_event_source_set_time_relative(s, VIEW_WATCH_USEC);
 }
 
@@ -129,6 +169,8 @@ int job_resview_watch(Job *j, sd_event *e) {
         if (r >= 0)
                 r = sd_event_source_set_floating(s, true);
         sd_event_source_unref(s);
+        if (r >= 0 && j->bus)
+                r = watch_lxcfs_process(j, e);
         return r;
 }
 
