@@ -82,7 +82,7 @@ int job_resview_lease(Job *j) {
 }
 
 int job_resview_apply(Job *j, json_object *config) {
-        return j->view.decided ? resource_view_apply(&j->view.view, config) : 0;
+        return j->view.decided ? resource_view_apply(&j->view.view, LXCFS_ROOT, config) : 0;
 }
 
 /* LXCFS went away under the running job: its bound files read ENOTCONN. */

@@ -207,12 +207,12 @@ json_object *resource_view_to_json(const ResourceView *v, uint64_t cpus_milli, u
         return TAKE_PTR(o);
 }
 
-static int push_bind(json_object *mounts, const char *file) {
-        _cleanup_free_ char *src = NULL, *dst = NULL;
+static int push_bind(json_object *mounts, const char *src, const char *file) {
+        _cleanup_free_ char *dst = NULL;
         json_object *m = json_object_new_object(), *opts = json_object_new_array();
         static const char *const options[] = { "bind", "ro", "nosuid", "nodev", "noexec" };
 
-        if (asprintf(&src, LXCFS_ROOT "/%s", file) < 0 || asprintf(&dst, "/%s", file) < 0 || !m || !opts) {
+        if (asprintf(&dst, "/%s", file) < 0 || !m || !opts) {
                 json_object_put(m);
                 json_object_put(opts);
                 return -ENOMEM;
@@ -232,7 +232,7 @@ static int push_bind(json_object *mounts, const char *file) {
         return 0;
 }
 
-int resource_view_apply(const ResourceView *v, json_object *config) {
+int resource_view_apply(const ResourceView *v, const char *lxcfs_root, json_object *config) {
         json_object *cpu = json_get(json_get(json_get(config, "linux"), "resources"), "cpu");
         json_object *mounts = json_get(config, "mounts");
 
@@ -245,11 +245,11 @@ int resource_view_apply(const ResourceView *v, json_object *config) {
                 _cleanup_free_ char *src = NULL;
                 int r;
 
-                if (asprintf(&src, LXCFS_ROOT "/%s", lxcfs_view_files[i]) < 0)
+                if (asprintf(&src, "%s/%s", lxcfs_root, lxcfs_view_files[i]) < 0)
                         return -ENOMEM;
                 if (access(src, R_OK) < 0)
                         continue;
-                r = push_bind(mounts, lxcfs_view_files[i]);
+                r = push_bind(mounts, src, lxcfs_view_files[i]);
                 if (r < 0)
                         return r;
         }

@@ -83,7 +83,7 @@ json_object *resource_view_to_json(const ResourceView *v, uint64_t cpus_milli, u
 /* Adds the view to an OCI config.json: linux.resources.cpu.cpus (the cpuset; runc writes it to the
  * payload's cpuset cgroup, and the kernel sets the init's affinity from it), and when v->lxcfs the LXCFS
  * files bound read-only over the container's ones. */
-int resource_view_apply(const ResourceView *v, json_object *config);
+int resource_view_apply(const ResourceView *v, const char *lxcfs_root, json_object *config);
 
 /* On a v1 cpuset hierarchy: creates the job's scope there (and pond.slice) with its parent's cpus and mems,
  * then narrows the scope to cpus. runc fills empty intermediate cpusets itself, runsc does not, and the
