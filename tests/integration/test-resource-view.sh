@@ -23,7 +23,9 @@ print("affinity=%d" % len(os.sched_getaffinity(0)))
 print("online=%d" % count(open("/sys/devices/system/cpu/online").read()))
 print("cpuinfo=%d" % sum(1 for l in open("/proc/cpuinfo") if l.startswith("processor")))
 print("stat=%d" % sum(1 for l in open("/proc/stat") if l.startswith("cpu") and l[3:4].isdigit()))
-print("memtotal=%d" % (1024 * int([l.split()[1] for l in open("/proc/meminfo") if l.startswith("MemTotal:")][0])))'
+print("memtotal=%d" % (1024 * int([l.split()[1] for l in open("/proc/meminfo") if l.startswith("MemTotal:")][0])))
+print("uptime=%d" % float(open("/proc/uptime").read().split()[0]))
+print("loadavg=%s" % " ".join(open("/proc/loadavg").read().split()[:3]))'
 # shellcheck disable=SC2016
 VIEW_SH='echo "nproc=$(nproc)"; python3 -c "$1"; free -b | sed -n "s/^Mem: *\([0-9]*\).*/free=\1/p"
 if command -v node >/dev/null; then
@@ -49,6 +51,8 @@ check_view() {
         for k in memtotal free; do
                 t_eq "$label: $k" "$mem" "$(field "$k")"
         done
+        t_like "$label: /proc/uptime is the job's" "^[0-9]$" "$(field uptime)"
+        t_eq "$label: /proc/loadavg is the job's" "0.00 0.00 0.00" "$(field loadavg)"
         if [ "$have_node" = yes ]; then
                 t_eq "$label: node os.availableParallelism()" "$want_cpus" "$(field node_cpus)"
                 t_eq "$label: node os.totalmem()" "$mem" "$(field node_mem)"
