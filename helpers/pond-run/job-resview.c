@@ -14,6 +14,7 @@
 #include "dirs.h"
 #include "job.h"
 #include "log.h"
+#include "string-util.h"
 
 #define VIEW_WATCH_USEC (500ULL * 1000)
 
@@ -22,6 +23,12 @@ static int host_cpus(cpu_set_t *ret) {
         if (sched_getaffinity(0, sizeof *ret, ret) < 0)
                 return -errno;
         return CPU_COUNT(ret) > 0 ? 0 : -EINVAL;
+}
+
+/* What the kernel's /proc/cpuinfo, /proc/stat and cpu/online list, whatever the job's cpuset. */
+static unsigned online_cpus(void) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        return n > 0 ? (unsigned) n : 1;
 }
 
 static uint64_t host_memory(void) {
@@ -51,9 +58,30 @@ int job_resview_accept(Job *j, char **ret_error) {
         if (r < 0)
                 return r;
         j->view.decided = true;
+        if (j->view.view.cpus_source == VIEW_SOURCE_CGROUP)
+                j->view.view.cpus_proc = online_cpus();
         if (j->view.view.degraded)
                 log_warning("Job %s: %s.", j->paths.id, j->view.view.degraded);
         return 0;
+}
+
+/* LXCFS may have gone since the acceptance: the binds would then fail the runtime's create, or be skipped
+ * and the job told nothing. */
+static int recheck_lxcfs(Job *j) {
+        ResourceView *v = &j->view.view;
+        _cleanup_free_ char *why = NULL, *text = NULL;
+        int r;
+
+        if (!v->lxcfs || lxcfs_check(LXCFS_ROOT, &why) >= 0)
+                return 0;
+        if (v->mode == RESOURCE_VIEW_REQUIRED)
+                return job_fail(j, -EHOSTDOWN, "resource_view is required and cannot be had: %s",
+                                why ?: "LXCFS went away before the job started");
+        text = strdupf("%s (before the job started)", why ?: "LXCFS went away");
+        r = resource_view_lost(v, online_cpus(), host_memory(), text ?: "LXCFS went away");
+        if (r >= 0)
+                log_warning("Job %s: %s.", j->paths.id, v->degraded);
+        return r;
 }
 
 int job_resview_lease(Job *j) {
@@ -63,6 +91,9 @@ int job_resview_lease(Job *j) {
 
         if (!j->view.decided)
                 return 0;
+        r = recheck_lxcfs(j);
+        if (r < 0)
+                return r;
         r = host_cpus(&host);
         if (r >= 0)
                 r = lease_dir(&dir);
@@ -102,7 +133,8 @@ static void view_lost(Job *j) {
         r = resource_view_unmount(j->runtime.init_pid);
         if (r < 0)
                 log_warning_errno(r, "Cannot unmount the dead LXCFS files in %s: %m", j->paths.container);
-        (void) resource_view_lost(v, v->cpus_affinity, host_memory(), "LXCFS went away");
+        (void) resource_view_lost(v, online_cpus(), host_memory(), "LXCFS went away during the job; its files "
+                                  "in the container were unmounted");
         audit_event(&j->audit, POND_EVENT_DEGRADED, AUDIT_NO_RC, "resource view degraded: %s",
                     v->degraded ?: "LXCFS went away");
 }

@@ -154,8 +154,7 @@ int resource_view_set_cpuset(ResourceView *v, const char *cpuset) {
 }
 
 int resource_view_lost(ResourceView *v, unsigned host_cpus, uint64_t host_memory, const char *why) {
-        char *d = strdupf("best-effort: %s during the job; its LXCFS files were unmounted and it saw the "
-                          "host's from then on", why);
+        char *d = strdupf("best-effort: %s; the job sees the host's /proc and sysfs", why);
 
         if (!d)
                 return -ENOMEM;

@@ -73,7 +73,8 @@ int resource_view_decide(const char *backend, ResourceViewMode mode, unsigned cp
 /* The job's cpuset, once leased: the CPUs the job counts are the set's. */
 int resource_view_set_cpuset(ResourceView *v, const char *cpuset);
 
-/* The view after LXCFS went away during the job (its mounts were taken away: the kernel's files show). */
+/* The view once LXCFS went away (before the bind, or during the job, its files then unmounted): the
+ * kernel's files show. why says when and what, for the result's degraded. */
 int resource_view_lost(ResourceView *v, unsigned host_cpus, uint64_t host_memory, const char *why);
 
 /* result.json's "resources" and the started record's words. */

@@ -103,7 +103,7 @@ TEST(lost_during_the_job) {
 
         ASSERT_OK(resource_view_decide("runc", RESOURCE_VIEW_BEST_EFFORT, 1, GIB, 0, NULL, 8, 64 * GIB, &v, NULL));
         ASSERT_OK(resource_view_set_cpuset(&v, "0"));
-        ASSERT_OK(resource_view_lost(&v, 8, 64 * GIB, "LXCFS went away"));
+        ASSERT_OK(resource_view_lost(&v, 8, 64 * GIB, "LXCFS went away during the job"));
         ASSERT_FALSE(v.lxcfs);
         ASSERT_EQ(VIEW_SOURCE_HOST, v.memory_source);
         ASSERT_EQ(64 * GIB, v.memory_seen);
