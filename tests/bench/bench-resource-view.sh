@@ -8,6 +8,7 @@
 # Run it in a box with pond installed (as root); run it once with the pond to compare against installed
 # too (the "host view" row is pond before the view, whose jobs saw the host's CPUs):
 #   tools/pond-box exec NAME -- $PWD/tests/bench/bench-resource-view.sh SRCDIR BUILDDIR [ROUNDS [START_ROUNDS]]
+# (START_ROUNDS 0: the build alone, e.g. to interleave two boxes round by round)
 set -euo pipefail
 src=${1:?usage: bench-resource-view.sh SRCDIR BUILDDIR [ROUNDS [START_ROUNDS]]}
 build=${2:?usage: bench-resource-view.sh SRCDIR BUILDDIR [ROUNDS [START_ROUNDS]]}
@@ -56,6 +57,7 @@ for r in $(seq 1 "$rounds"); do
 done
 
 # The view's cost on a job's start, interleaved: view (LXCFS running) and no view (LXCFS masked).
+[ "$start_rounds" -gt 0 ] || exit 0
 python3 - "$pondctl" "$start_rounds" <<'EOF'
 import statistics, subprocess, sys, time
 pondctl, rounds = sys.argv[1], int(sys.argv[2])
