@@ -215,3 +215,21 @@ TEST(profiles) {
                 ASSERT_EQ(want[i], r->resource_view);
         }
 }
+
+/* A profile whose resource_view is neither value: the whole policy file is refused. */
+TEST_F(tree, bad_resource_view_refused) {
+        _cleanup_json_ json_object *profiles = json_object_from_file(POND_SOURCE_ROOT "/policy/profiles.json");
+        _cleanup_(policy_freep) Policy *p = NULL;
+        _cleanup_free_ char *err = NULL;
+        char path[256];
+
+        ASSERT_TRUE(profiles != NULL);
+        json_object_object_add(json_get(json_get(profiles, "profiles"), "none"), "resource_view",
+                               json_object_new_string("sometimes"));
+        snprintf(path, sizeof path, "%s/profiles.json", self->dir);
+        ASSERT_EQ(0, json_object_to_file(path, profiles));
+        snprintf(path, sizeof path, "cp %s/policy/seccomp.json %s/", POND_SOURCE_ROOT, self->dir);
+        ASSERT_EQ(0, system(path));
+        ASSERT_ERROR(EINVAL, policy_load(self->dir, &p, &err));
+        ASSERT_CONTAINS("resource_view must be \"required\" or \"best-effort\"", err);
+}
