@@ -78,6 +78,9 @@ int job_accept(Job *j) {
         r = job_home_accept(j, &err);
         if (r < 0)
                 return job_fail(j, r, "%s", err ?: "home_files: refused");
+        r = job_resview_accept(j, &err);
+        if (r < 0)
+                return job_fail(j, r, "%s", err ?: "resource_view: refused");
         /* A directory image is only looked up (nothing is created): a missing one is a refusal. The
          * embedded image is generated per job, later, in the job's runtime directory. */
         res = j->input.resolved;

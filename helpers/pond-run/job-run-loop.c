@@ -172,6 +172,8 @@ static int add_sources(Loop *l) {
                 if (j->runtime.oom_fds[i] >= 0)
                         r = sd_event_add_io(e, NULL, j->runtime.oom_fds[i], EPOLLIN, on_oom, l);
         if (r >= 0)
+                r = job_resview_watch(j, e);
+        if (r >= 0)
                 r = sd_event_add_signal(e, NULL, SIGTERM, on_cancel, l);
         if (r >= 0)
                 r = sd_event_add_signal(e, NULL, SIGINT, on_cancel, l);

@@ -113,6 +113,7 @@ static void add_posture(Job *j, json_object *o) {
         json_object_object_add(o, "times", build_times(&j->outcome));
         if (j->runtime.log_open && output_log_stats(&j->runtime.log, &log_stats) >= 0)
                 json_object_object_add(o, "log", log_stats);
+        json_object_object_add(o, "resources", job_resview_json(j));
         json_object_object_add(o, "network", json_str(res ? net_posture_to_string(res->net) : NULL));
         if (j->sidecars[POND_SIDECAR_EGRESS].stats)
                 json_object_object_add(o, "egress", json_object_get(j->sidecars[POND_SIDECAR_EGRESS].stats));

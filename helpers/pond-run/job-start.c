@@ -9,6 +9,7 @@
 
 int job_start(Job *j) {
         const ResolvedPolicy *res = j->input.resolved;
+        char words[256];
         int r;
 
         r = job_sidecars_wait(j);
@@ -21,8 +22,12 @@ int job_start(Job *j) {
                 return log_error_errno(r < 0 ? r : EIO, "The runtime %s could not start the container.",
                                        j->input.provider->name);
         audit_event(&j->audit, POND_EVENT_STARTED, AUDIT_NO_RC, "started: %s in %s (memory %llu, cpus %.2f, "
-                    "pids %llu)", j->input.provider->name, j->paths.scope, (unsigned long long) res->memory_bytes,
-                    res->cpus_milli / 1000.0, (unsigned long long) res->pids_limit);
+                    "pids %llu; %s)", j->input.provider->name, j->paths.scope, (unsigned long long) res->memory_bytes,
+                    res->cpus_milli / 1000.0, (unsigned long long) res->pids_limit, job_resview_words(j, words,
+                    sizeof words));
+        if (j->view.view.degraded)
+                audit_event(&j->audit, POND_EVENT_DEGRADED, AUDIT_NO_RC, "resource view degraded: %s",
+                            j->view.view.degraded);
         sd_notifyf(false, "READY=1\nSTATUS=running %s", j->paths.container);
         return 0;
 }

@@ -114,6 +114,7 @@ static const TeardownStep steps[] = {
         { "delete the container",                delete_containers, false, false },
         { "stop the sidecars",                   job_sidecars_stop, false, false },
         { "remove the payload's cgroups",        remove_cgroups,    false, false },
+        { "release the job's CPUs",              job_resview_release, false, false },
         { "remove the job's network",            remove_network,    true,  true  },
         { "unmount the job's staging",           remove_staging,    true,  true  },
         { "unmount the job's home",              job_home_teardown, true,  true  },

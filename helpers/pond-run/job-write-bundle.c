@@ -49,9 +49,13 @@ int job_write_bundle(Job *j) {
         int r;
 
         r = job_home(j);
+        if (r >= 0)
+                r = job_resview_lease(j);
         if (r < 0)
                 return r;
         r = build_config(j, &config);
+        if (r >= 0)
+                r = job_resview_apply(j, config);
         if (r < 0)
                 return log_error_errno(r, "Cannot build the OCI config: %m");
         if (mkdir(j->paths.bundle, 0700) < 0 && errno != EEXIST)

@@ -42,6 +42,7 @@ void job_done(Job *j) {
         for (PondSidecar s = 0; s < _POND_SIDECAR_MAX; s++)
                 job_sidecar_done(&j->sidecars[s]);
         job_home_done(&j->home);
+        job_view_done(&j->view);
         job_network_done(&j->network);
         job_staging_done(&j->staging);
         job_input_hash_done(&j->input_hash);

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <systemd/sd-bus.h>
+#include <systemd/sd-event.h>
 
 #include "audit.h"
 #include "hash.h"
@@ -19,6 +20,7 @@
 #include "paths.h"
 #include "policy.h"
 #include "process-util.h"
+#include "resview.h"
 #include "runtime.h"
 #include "scope.h"
 #include "spec.h"
@@ -91,6 +93,13 @@ typedef struct JobRuntime {
         int oom_fds[2];                 /* OOM notifications of the scope's and the payload's memcg (v1) */
 } JobRuntime;
 
+/* What the job sees of its resources, and its leased CPUs (job-resview.c). */
+typedef struct JobView {
+        ResourceView view;
+        bool decided;                   /* at acceptance; from then on the result reports it */
+        bool leased;                    /* a cpuset lease is held (the teardown gives it back anyway) */
+} JobView;
+
 /* What happened, as the result reports it (job_fail(), job-run-loop.c, job-collect.c). */
 typedef struct JobOutcome {
         char *reason;                   /* the first failure's, see job_fail() */
@@ -120,6 +129,7 @@ typedef struct Job {
         JobNetwork network;
         JobSidecar sidecars[_POND_SIDECAR_MAX];
         JobHome home;
+        JobView view;
         JobRuntime runtime;
         JobOutcome outcome;
         JobResult result;
@@ -196,6 +206,19 @@ int job_home_accept(Job *j, char **ret_error);
 int job_home(Job *j);
 int job_home_teardown(Job *j);
 void job_home_done(JobHome *h);
+
+/*    job-resview.c: the job's view of its resources: decided at acceptance (refused when "required" and
+ *    LXCFS is not there), CPUs leased and written into config.json with the bundle, watched while the job
+ *    runs, the lease given back in the teardown. */
+int job_resview_accept(Job *j, char **ret_error);
+int job_resview_lease(Job *j);
+int job_resview_apply(Job *j, json_object *config);
+int job_resview_watch(Job *j, sd_event *e);
+int job_resview_release(Job *j);
+json_object *job_resview_json(const Job *j);
+/* "cpuset 0-1, sees cpus 2 (affinity) 2 (/proc), memory N, from lxcfs/lxcfs", for the started record */
+const char *job_resview_words(const Job *j, char *buf, size_t size);
+void job_view_done(JobView *v);
 
 /* 5. job-create.c: the runtime's create step, run inside pond-ID.scope; the container's init waits. */
 int job_create_in_scope(Job *j);

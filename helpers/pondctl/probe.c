@@ -35,6 +35,8 @@ int host_probe_derive_capabilities(HostProbe *p) {
                 r = strv_push(&caps, strdup("userns"));
         if (r >= 0 && p->systemd.available)
                 r = strv_push(&caps, strdup("systemd"));
+        if (r >= 0 && p->resource_view.available)
+                r = strv_push(&caps, strdup("resource_view.lxcfs"));
         if (r < 0)
                 return r;
         strv_freep(&p->capabilities);
@@ -82,6 +84,7 @@ int host_probe(const ProbeOptions *o, HostProbe **ret) {
         probe_nftables(&p->nftables);
         probe_userns(&p->userns);
         probe_systemd(&p->systemd);
+        probe_resource_view(&p->resource_view);
         r = host_probe_derive_capabilities(p);
         if (r < 0)
                 return r;
@@ -107,6 +110,7 @@ HostProbe *host_probe_free(HostProbe *p) {
         feature_done(&p->nftables);
         feature_done(&p->userns);
         feature_done(&p->systemd);
+        feature_done(&p->resource_view);
         free(p->landlock_reason);
         strv_freep(&p->capabilities);
         free(p);
@@ -187,6 +191,7 @@ int host_probe_to_json(const HostProbe *p, json_object **ret) {
         json_object_object_add(o, "nftables", feature_json(&p->nftables, "version"));
         json_object_object_add(o, "userns", feature_json(&p->userns, "limit"));
         json_object_object_add(o, "systemd", feature_json(&p->systemd, "version"));
+        json_object_object_add(o, "resource_view", feature_json(&p->resource_view, "detail"));
         for (char **c = p->capabilities; c && *c; c++)
                 json_object_array_add(caps, json_object_new_string(*c));
         json_object_object_add(o, "capabilities", caps);
@@ -232,6 +237,7 @@ void host_probe_print(const HostProbe *p, FILE *f) {
         print_feature(f, "nftables", &p->nftables);
         print_feature(f, "userns", &p->userns);
         print_feature(f, "systemd", &p->systemd);
+        print_feature(f, "view", &p->resource_view);
         fprintf(f, "%-10s", "advertise");
         for (char **c = p->capabilities; c && *c; c++)
                 fprintf(f, " %s", *c);

@@ -61,6 +61,7 @@ typedef struct HostProbe {
         ProbeFeature nftables;  /* detail: nft's version */
         ProbeFeature userns;    /* detail: max_user_namespaces */
         ProbeFeature systemd;   /* detail: the manager's Version */
+        ProbeFeature resource_view; /* LXCFS answers (runc jobs' view of their resources) */
         char **capabilities;    /* derived: what this host advertises; NULL-terminated, never NULL */
 } HostProbe;
 
@@ -99,4 +100,5 @@ void probe_seccomp(ProbeFeature *ret);
 void probe_userns(ProbeFeature *ret);
 void probe_nftables(ProbeFeature *ret);
 void probe_systemd(ProbeFeature *ret);
+void probe_resource_view(ProbeFeature *ret);
 void probe_cgroup(const char *root, ProbeCgroup *ret);

@@ -62,6 +62,7 @@ static const AuditEvent pond_events[_POND_EVENT_MAX] = {
         [POND_EVENT_SIGNED] = { "signed", POND_MESSAGE_SIGNED, LOG_INFO },
         [POND_EVENT_CLEANED] = { "cleaned", POND_MESSAGE_CLEANED, LOG_INFO },
         [POND_EVENT_FAILED] = { "failed", POND_MESSAGE_FAILED, LOG_ERR },
+        [POND_EVENT_DEGRADED] = { "degraded", POND_MESSAGE_DEGRADED, LOG_WARNING },
 };
 
 typedef struct PondRecord {

@@ -51,6 +51,7 @@ typedef enum PondEvent {
         POND_EVENT_SIGNED,
         POND_EVENT_CLEANED,
         POND_EVENT_FAILED,
+        POND_EVENT_DEGRADED, /* the job runs, but sees host values where its own should be */
         _POND_EVENT_MAX,
         _POND_EVENT_INVALID = -EINVAL,
 } PondEvent;

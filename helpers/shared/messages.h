@@ -13,6 +13,7 @@
 #define POND_MESSAGE_SIGNED    "4b5c406014ea4a4fb870e92a220d9382"
 #define POND_MESSAGE_CLEANED   "fc7637c6258d453c865e909d53fd7b09"
 #define POND_MESSAGE_FAILED    "691ccbbeece64be6b7b9ceb4073c4f45"
+#define POND_MESSAGE_DEGRADED  "b8b6afffe3a3470eb15b150f36863fc9"
 
 /* pond-egress (egress-audit.c) */
 #define POND_MESSAGE_EGRESS_ALLOWED "b356fffc10e548db80ac209a35d9695b"

@@ -240,6 +240,10 @@ int policy_resolve(const Policy *p, const SandboxBlock *block, ResolvedPolicy **
         r->net = net_posture_from_string(json_object_get_string(json_get(prof, "network")));
         r->nofile = (uint64_t) json_object_get_int64(json_get(json_get(prof, "rlimits"), "nofile"));
         r->nproc = (uint64_t) json_object_get_int64(json_get(json_get(prof, "rlimits"), "nproc"));
+        /* optional: best-effort where a policy file predates the field (policy_validate checks its value) */
+        r->resource_view = json_get(prof, "resource_view")
+                ? resource_view_mode_from_string(json_object_get_string(json_get(prof, "resource_view")))
+                : RESOURCE_VIEW_BEST_EFFORT;
 
         json_object_object_foreach(json_get(prof, "defaults"), dk, dv) {
                 k = knob_apply(knobs, r, dk, dv, ret_error);
@@ -321,6 +325,10 @@ static int policy_validate(const Policy *p, char **ret_error) {
                     (streq(json_object_get_string(json_get(prof, "network")), "open") ||
                      streq(json_object_get_string(json_get(prof, "filesystem")), "host")))
                         return fail(ret_error, "policy: confined profile %s cannot have an open posture", name);
+                if (json_get(prof, "resource_view") &&
+                    resource_view_mode_from_string(json_object_get_string(json_get(prof, "resource_view"))) < 0)
+                        return fail(ret_error, "policy: profile %s: resource_view must be \"required\" or "
+                                    "\"best-effort\"", name);
                 if (!requires_is_valid(json_get(prof, "requires")))
                         return fail(ret_error, "policy: profile %s: requires must be an array of at most 32 "
                                     "capability names [a-z0-9._=-] other than sandbox.*", name);

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <json-c/json.h>
 
+#include "resview.h" /* ResourceViewMode */
 #include "size.h" /* parse_size(), declared here once */
 #include "spec.h"
 
@@ -52,6 +53,7 @@ typedef struct ResolvedPolicy {
         char *image;
         uint64_t nofile;      /* rlimits, fixed by the profile */
         uint64_t nproc;
+        ResourceViewMode resource_view; /* when the job's view of its resources cannot be had */
 } ResolvedPolicy;
 
 int policy_load(const char *dir, Policy **ret, char **ret_error);
