@@ -46,6 +46,8 @@ typedef struct InputHash {
         size_t spec_len;
         int checkout_fd;
         int r;
+        bool cache_discarded;           /* the digest cache was unusable (reported once joined) */
+        int cache_save_r;
         char hex[SHA256_HEX_SIZE];
 } InputHash;
 
