@@ -3,17 +3,49 @@
  * each of its four cases: a bundle's hash is known at extraction; a checkout with a read-only view the job
  * cannot change is hashed by a thread while the job runs (the payload does not wait); a checkout the job
  * edits in place (profile none) is hashed before the payload starts; and a job refused or failed before
- * any of these gets its input hashed when its result is written. */
+ * any of these gets its input hashed when its result is written. Each reads and feeds the worker's digest
+ * cache (digest-cache.h), which changes how fast, never what, input_sha is. */
 #include <fcntl.h>
 
+#include "digest-cache.h"
+#include "dirs.h"
 #include "job.h"
 #include "log.h"
+#include "string-util.h"
+
+#define INPUT_DIGEST_CACHE "input-digests.cache"
+
+/* Runs in the hashing thread: nothing here logs; job_input_hash_result() reports on the cache. */
+static int compute(InputHash *h, const char *spec, size_t spec_len, int checkout_fd) {
+        _cleanup_(digest_cache_freep) DigestCache *cache = NULL;
+        _cleanup_free_ char *path = NULL;
+        int r;
+
+        if (checkout_fd >= 0) {
+                path = path_join(pond_dir(POND_DIR_STATE), INPUT_DIGEST_CACHE);
+                if (path && digest_cache_load(path, &cache, &h->cache_discarded) < 0)
+                        cache = NULL;
+        }
+        r = input_sha_compute_cached(spec, spec_len, checkout_fd, cache, h->hex);
+        if (r >= 0 && cache)
+                h->cache_save_r = digest_cache_save(cache, path);
+        return r;
+}
 
 static void *hash_thread(void *p) {
         InputHash *h = p;
 
-        h->r = input_sha_compute(h->spec, h->spec_len, h->checkout_fd, h->hex);
+        h->r = compute(h, h->spec, h->spec_len, h->checkout_fd);
         return NULL;
+}
+
+static void report_cache(InputHash *h) {
+        if (h->cache_discarded)
+                log_warning("The input digest cache in %s was not usable and is rebuilt", pond_dir(POND_DIR_STATE));
+        if (h->cache_save_r < 0)
+                log_debug_errno(h->cache_save_r, "Cannot save the input digest cache: %m");
+        h->cache_discarded = false;
+        h->cache_save_r = 0;
 }
 
 void job_input_hash_fix(InputHash *h) {
@@ -33,6 +65,7 @@ int job_input_hash_start(InputHash *h, const char *spec, size_t spec_len, const 
         }
         if (!immutable) {
                 hash_thread(h);
+                report_cache(h);
                 h->final = true;
                 if (h->r < 0) {
                         h->hex[0] = 0;
@@ -48,6 +81,7 @@ int job_input_hash_start(InputHash *h, const char *spec, size_t spec_len, const 
 
 static int join(InputHash *h) {
         pthread_join(h->thread, NULL);
+        report_cache(h);
         h->running = false;
         h->final = true;
         if (h->r < 0)
@@ -59,8 +93,9 @@ static int join(InputHash *h) {
 static void hash_late(InputHash *h, const char *spec, size_t spec_len, const char *checkout) {
         _cleanup_close_ int fd = checkout ? open(checkout, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -EBADF;
 
-        if (input_sha_compute(spec, spec_len, fd, h->hex) < 0)
+        if (compute(h, spec, spec_len, fd) < 0)
                 h->hex[0] = 0;
+        report_cache(h);
         h->final = true;
 }
 

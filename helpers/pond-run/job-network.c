@@ -27,8 +27,8 @@ static int pushf(char ***env, const char *fmt, ...) {
  * so pip, npm, git and curl work unchanged. */
 static int posture_environment(Job *j) {
         static const char *const proxy_vars[] = { "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy" };
-        static const char *const ca_vars[] = { "SSL_CERT_FILE", "REQUESTS_IMAGE_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
-                                               "GIT_SSL_CAINFO", "CURL_IMAGE_CA_BUNDLE" };
+        static const char *const ca_vars[] = { "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
+                                               "GIT_SSL_CAINFO", "CURL_CA_BUNDLE" };
         char host[INET_ADDRSTRLEN];
         char ***env = &j->network.env;
         int r = 0;
@@ -41,7 +41,7 @@ static int posture_environment(Job *j) {
                 r = pushf(env, "NO_PROXY=%s", host);
         if (r >= 0)
                 r = pushf(env, "no_proxy=%s", host);
-        if (r >= 0)
+        if (r >= 0 && j->sidecars[POND_SIDECAR_BROKER].config)
                 r = pushf(env, "POND_BROKER_ADDR=%s:%u", host, NET_BROKER_PORT);
         for (size_t i = 0; r >= 0 && i < ELEMENTSOF(ca_vars); i++)
                 r = pushf(env, "%s=%s", ca_vars[i], IMAGE_CA_BUNDLE);
@@ -49,15 +49,20 @@ static int posture_environment(Job *j) {
 }
 
 int job_network(Job *j) {
-        static const uint16_t broker_only[] = { NET_BROKER_PORT }, allowlist[] = { NET_BROKER_PORT, NET_PROXY_PORT };
         NetPosture posture = j->input.resolved->net;
         _cleanup_free_ char *err = NULL;
+        uint16_t ports[2];
+        size_t n_ports = 0;
         int r;
 
         if (posture == NET_OPEN)
                 return 0;
-        r = job_net_setup(j->paths.id, j->paths.rundir, posture == NET_ALLOWLIST ? allowlist : broker_only,
-                          posture == NET_ALLOWLIST ? 2 : 1, &j->network.net, &err);
+        /* A port is open only if this job's own sidecar listens behind it. */
+        if (j->sidecars[POND_SIDECAR_BROKER].config)
+                ports[n_ports++] = NET_BROKER_PORT;
+        if (j->sidecars[POND_SIDECAR_EGRESS].config)
+                ports[n_ports++] = NET_PROXY_PORT;
+        r = job_net_setup(j->paths.id, j->paths.rundir, ports, n_ports, &j->network.net, &err);
         if (r < 0) {
                 log_error_errno(r, "Cannot set up the job's network: %s", err ?: strerror(-r));
                 return job_fail(j, r, "cannot set up the job's network");

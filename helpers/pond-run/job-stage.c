@@ -32,7 +32,6 @@ static int stage_workspace(Job *j) {
 }
 
 int job_stage(Job *j) {
-        const Stage *st = &j->staging.stage;
         int r;
 
         sd_notify(false, "STATUS=staging");
@@ -47,11 +46,16 @@ int job_stage(Job *j) {
         r = mkdir_p(j->paths.run, 0700);
         if (r < 0)
                 return log_error_errno(r, "Cannot create %s: %m", j->paths.run);
-        r = stage_workspace(j);
-        if (r < 0)
-                return r;
-        /* The read-only lower view cannot change under the job: it is hashed while the job runs. Profile
-         * none edits the checkout in place: no immutable view, so it is hashed before the payload runs. */
+        return stage_workspace(j);
+}
+
+/* The read-only lower view cannot change under the job: it is hashed by threads while the job runs. Profile
+ * none edits the checkout in place: no immutable view, so it is hashed before the payload runs. Called
+ * once the network is up: the network's helpers fork children that allocate (libnl), and a child forked
+ * while a hashing thread holds an allocator lock that has no fork handler (ASan's) would hang in it. */
+int job_stage_hash_input(Job *j) {
+        const Stage *st = &j->staging.stage;
+
         return job_input_hash_start(&j->input_hash, j->input.spec_buf, j->input.spec_len,
                                     st->lower ?: j->input.spec->checkout, st->lower || !j->input.spec->checkout);
 }

@@ -48,6 +48,8 @@ typedef struct InputHash {
         size_t spec_len;
         int checkout_fd;
         int r;
+        bool cache_discarded;           /* the digest cache was unusable (reported once joined) */
+        int cache_save_r;
         char hex[SHA256_HEX_SIZE];
 } InputHash;
 
@@ -162,6 +164,7 @@ int job_accept_bundle(Job *j, char **ret_error);
 
 /* 2. job-stage.c: the runtime directories, /workspace, the image; starts hashing the input. */
 int job_stage(Job *j);
+int job_stage_hash_input(Job *j);
 void job_staging_done(JobStaging *s);
 
 /*    job-input-hash.c: input_sha. A bundle's hash is fixed at extraction; a checkout the job cannot change

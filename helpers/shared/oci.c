@@ -16,11 +16,19 @@
 #define CPU_PERIOD_US 100000ULL
 #define OOM_SCORE_ADJ 500 /* the job dies before the supervisor that must clean up and sign */
 
-/* Docker's defaults: kernel data and firmware interfaces that leak host state or allow attacks. */
+/* Docker's defaults: kernel data and firmware interfaces that leak host state or allow attacks; then what
+ * they leave readable that tells a job about other tenants or the host's kernel: every uid's key usage
+ * (key-users), the kernel's build configuration (config.gz), kernel symbols (kallsyms: zeros for uid
+ * 1000, but its names still map the kernel), every file lock on the host with its device and inode
+ * (locks), the host's pressure stall figures (pressure: a side channel on neighbours' load), and the
+ * root-only page and slab tables. Documented in docs/threat-model.md. */
 static const char *const masked_paths[] = {
         "/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
         "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi", "/sys/firmware",
-        "/sys/devices/virtual/powercap", NULL,
+        "/sys/devices/virtual/powercap",
+        "/proc/key-users", "/proc/config.gz", "/proc/kallsyms", "/proc/locks", "/proc/pressure",
+        "/proc/kpagecgroup", "/proc/kpagecount", "/proc/kpageflags", "/proc/slabinfo", "/proc/vmallocinfo",
+        "/proc/pagetypeinfo", "/proc/kmsg", NULL,
 };
 static const char *const readonly_paths[] = {
         "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger", NULL,

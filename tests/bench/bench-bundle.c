@@ -14,26 +14,11 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "bench-util.h"
 #include "bundle-crypt.h"
 #include "bundle.h"
 #include "fileio.h"
 #include "macro.h"
-
-static uint64_t now_ns(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
-}
-
-static int cmp_u64(const void *a, const void *b) {
-        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
-        return x < y ? -1 : x > y;
-}
-
-static uint64_t median(uint64_t *v, size_t n) {
-        qsort(v, n, sizeof *v, cmp_u64);
-        return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 /* dir/src/dNNN/fNNNNN.bin, 200 files per directory, incompressible content (neither side compresses). */
 static int make_tree(const char *src, unsigned files, uint64_t bytes) {
@@ -75,13 +60,13 @@ static int time_bundle(const char *bundle, const char *dest, const uint8_t *pk, 
         _cleanup_close_ int fd = open(bundle, O_RDONLY | O_CLOEXEC), dfd = -EBADF;
         _cleanup_free_ char *err = NULL;
         char sha[SHA256_HEX_SIZE];
-        uint64_t t0 = now_ns();
+        uint64_t t0 = bench_now_ns();
         int r;
 
         if (fd < 0 || mkdir(dest, 0700) < 0 || (dfd = open(dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
                 return -errno;
         r = bundle_extract(fd, pk, sk, "bench", dfd, NULL, sha, &err);
-        *ret = now_ns() - t0;
+        *ret = bench_now_ns() - t0;
         if (r < 0)
                 fprintf(stderr, "bundle_extract: %s\n", err ?: strerror(-r));
         return r;
@@ -92,7 +77,7 @@ static int time_decrypt(const char *bundle, const uint8_t *pk, const uint8_t *sk
         _cleanup_(bundle_opener_freep) BundleOpener *o = NULL;
         _cleanup_close_ int fd = open(bundle, O_RDONLY | O_CLOEXEC);
         char sha[SHA256_HEX_SIZE];
-        uint64_t t0 = now_ns();
+        uint64_t t0 = bench_now_ns();
         int r;
 
         if (fd < 0)
@@ -100,7 +85,7 @@ static int time_decrypt(const char *bundle, const uint8_t *pk, const uint8_t *sk
         r = bundle_opener_new(fd, pk, sk, "bench", UINT64_MAX, &o, NULL);
         if (r >= 0)
                 r = bundle_opener_finish(o, sha, NULL);
-        *ret = now_ns() - t0;
+        *ret = bench_now_ns() - t0;
         return r;
 }
 
@@ -151,10 +136,10 @@ int main(int argc, char *argv[]) {
                         return 1;
                 if (mkdir(dest_t, 0700) < 0)
                         return perror("mkdir"), 1;
-                uint64_t t0 = now_ns();
+                uint64_t t0 = bench_now_ns();
                 if (run((const char *const[]) { "tar", "-C", dest_t, "-xf", tarball, NULL }) < 0)
                         return fprintf(stderr, "tar -x failed\n"), 1;
-                t_ns[i] = now_ns() - t0;
+                t_ns[i] = bench_now_ns() - t0;
                 if (time_decrypt(bundle, pk, sk, &d_ns[i]) < 0)
                         return fprintf(stderr, "decrypt failed\n"), 1;
         }
@@ -162,7 +147,7 @@ int main(int argc, char *argv[]) {
         (void) rm_rf_at(AT_FDCWD, dest_t);
         sodium_free(sk);
         double mib = (double) bytes / (1 << 20);
-        uint64_t mb = median(b_ns, rounds), mt = median(t_ns, rounds), md = median(d_ns, rounds);
+        uint64_t mb = bench_median(b_ns, rounds), mt = bench_median(t_ns, rounds), md = bench_median(d_ns, rounds);
         printf("tree: %u files, %.0f MiB, %u rounds (median)\n", files, mib, rounds);
         printf("bundle decrypt+extract: %8.1f ms  %7.0f MiB/s\n", mb / 1e6, mib / (mb / 1e9));
         printf("tar -x (plain):         %8.1f ms  %7.0f MiB/s\n", mt / 1e6, mib / (mt / 1e9));

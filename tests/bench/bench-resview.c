@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench-util.h"
 #include "cgroup-util.h"
 #include "cpu-lease.h"
 #include "fileio.h"
@@ -21,19 +22,8 @@
 
 #define SCOPE "/pond-bench.slice/pond-bench-resview.scope"
 
-static uint64_t now_ns(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
-}
-
-static int cmp_u64(const void *a, const void *b) {
-        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
-        return x < y ? -1 : x > y;
-}
-
 static void report(const char *what, uint64_t *v, size_t n, uint64_t *sum) {
-        qsort(v, n, sizeof *v, cmp_u64);
+        (void) bench_median(v, n); /* sorts v */
         printf("%-34s median %8.1f us   p90 %8.1f us\n", what, v[n / 2] / 1000.0, v[n * 9 / 10] / 1000.0);
         *sum += v[n / 2];
 }
@@ -74,23 +64,23 @@ int main(int argc, char **argv) {
                         "{\"mounts\":[],\"linux\":{\"resources\":{\"cpu\":{}}}}");
                 ResourceView v = {};
                 _cleanup_free_ char *list = NULL;
-                uint64_t a = now_ns();
+                uint64_t a = bench_now_ns();
 
                 (void) lxcfs_check(LXCFS_ROOT, NULL);
-                uint64_t b = now_ns();
+                uint64_t b = bench_now_ns();
                 (void) cpu_lease_acquire(leasedir, "bench", &host, 1, &got);
                 (void) cpu_list_format(&got, &list);
                 (void) cpu_lease_release(leasedir, "bench");
-                uint64_t c = now_ns();
+                uint64_t c = bench_now_ns();
                 int k = resource_view_prepare_cpuset(SCOPE, list ?: "0");
-                uint64_t d = now_ns();
+                uint64_t d = bench_now_ns();
                 remove_scope();
-                uint64_t e = now_ns();
+                uint64_t e = bench_now_ns();
                 (void) resource_view_decide("runc", RESOURCE_VIEW_BEST_EFFORT, 1, 1ULL << 30, lxcfs, NULL, 2,
                                             1ULL << 34, &v, NULL);
                 (void) resource_view_set_cpuset(&v, list ?: "0");
                 (void) resource_view_apply(&v, LXCFS_ROOT, config);
-                uint64_t f = now_ns();
+                uint64_t f = bench_now_ns();
                 resource_view_done(&v);
                 if (k < 0 && r == 0)
                         printf("(cpuset not prepared: %s)\n", strerror(-k));

@@ -12,55 +12,10 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "bench-util.h"
 #include "fileio.h"
 #include "macro.h"
 #include "stage.h"
-
-static uint64_t now_ns(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
-}
-
-static int cmp_u64(const void *a, const void *b) {
-        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
-        return x < y ? -1 : x > y;
-}
-
-static uint64_t median(uint64_t *v, size_t n) {
-        qsort(v, n, sizeof *v, cmp_u64);
-        return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-static int make_checkout(const char *dir, unsigned files, uint64_t bytes) {
-        char path[4096], *buf;
-        size_t per = (size_t) (bytes / files);
-        struct stat st;
-
-        if (stat(dir, &st) == 0)
-                return 0; /* reuse: building it dominates otherwise */
-        if (mkdir_p(dir, 0755) < 0)
-                return -errno;
-        buf = malloc(per);
-        if (!buf)
-                return -ENOMEM;
-        for (size_t i = 0; i < per; i++)
-                buf[i] = (char) ('a' + i % 26);
-        for (unsigned i = 0; i < files; i++) {
-                snprintf(path, sizeof path, "%s/d%03u", dir, i / 200);
-                (void) mkdir(path, 0755);
-                snprintf(path, sizeof path, "%s/d%03u/f%05u.txt", dir, i / 200, i);
-                int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-                if (fd < 0 || write_all(fd, buf, per) < 0) {
-                        free(buf);
-                        return -errno;
-                }
-                close(fd);
-        }
-        free(buf);
-        sync();
-        return 0;
-}
 
 static int run(const char *const argv[]) {
         int status;
@@ -86,7 +41,7 @@ int main(int argc, char *argv[]) {
 
         if (rounds == 0 || rounds > 64 || files == 0)
                 return fprintf(stderr, "bad arguments\n"), 2;
-        r = make_checkout(dir, files, bytes);
+        r = bench_make_checkout(dir, files, bytes);
         if (r < 0)
                 return fprintf(stderr, "cannot build the checkout %s: %s\n", dir, strerror(-r)), 1;
         if (!mkdtemp(job_dir))
@@ -94,25 +49,25 @@ int main(int argc, char *argv[]) {
         snprintf(copy, sizeof copy, "%s.copy", dir);
         for (unsigned i = 0; i < rounds; i++) {
                 Stage s = {};
-                uint64_t t0 = now_ns();
+                uint64_t t0 = bench_now_ns();
                 r = stage_setup(job_dir, dir, FS_OVERLAY, 2ULL << 30, &s);
                 if (r < 0)
                         return fprintf(stderr, "stage_setup: %s\n", strerror(-r)), 1;
                 r = stage_teardown(job_dir);
-                stage_ns[i] = now_ns() - t0;
+                stage_ns[i] = bench_now_ns() - t0;
                 stage_done(&s);
                 if (r < 0)
                         return fprintf(stderr, "stage_teardown: %s\n", strerror(-r)), 1;
 
-                t0 = now_ns();
+                t0 = bench_now_ns();
                 if (run((const char *const[]) { "cp", "-a", dir, copy, NULL }) < 0)
                         return fprintf(stderr, "cp -a failed\n"), 1;
-                cp_ns[i] = now_ns() - t0;
+                cp_ns[i] = bench_now_ns() - t0;
                 if (run((const char *const[]) { "rm", "-rf", copy, NULL }) < 0)
                         return fprintf(stderr, "rm -rf failed\n"), 1;
         }
         (void) rm_rf_at(AT_FDCWD, job_dir);
-        uint64_t ms = median(stage_ns, rounds), mc = median(cp_ns, rounds);
+        uint64_t ms = bench_median(stage_ns, rounds), mc = bench_median(cp_ns, rounds);
         printf("checkout: %u files, %llu MiB, %u rounds\n", files, (unsigned long long) (bytes >> 20), rounds);
         printf("stage+discard (overlay) median: %.3f ms\n", ms / 1e6);
         printf("cp -a median:                   %.3f ms\n", mc / 1e6);

@@ -104,6 +104,21 @@ done
 t_like "write to /workspace works" "^/workspace/ok writable$" "$(grep '^/workspace/ok ' <<<"$OUT")"
 t_like "write to /tmp works" "^/tmp/ok writable$" "$(grep '^/tmp/ok ' <<<"$OUT")"
 
+# --- what /proc tells a job about other tenants and the host kernel: masked (empty or absent), while the
+# same files are readable and not empty outside (the control)
+# (/proc/keys, /proc/locks and /proc/timer_list are masked too, but show uid 1000 nothing here anyway)
+LEAKS="/proc/key-users /proc/config.gz /proc/kallsyms /proc/pressure/cpu"
+# shellcheck disable=SC2016 # the job's shell expands $p
+LEAK_SH='for p in '"$LEAKS"'; do
+        if [ -e $p ]; then echo "$p $(cat $p 2>/dev/null | wc -c)"; else echo "$p absent"; fi; done'
+id=$(new_id procleak)
+run_job "$id" --profile untrusted-code-write -- sh -c "$LEAK_SH"
+control=$(in_box setpriv --reuid 1000 --regid 1000 --clear-groups sh -c "$LEAK_SH")
+for p in $LEAKS; do
+        t_like "control: $p is readable on the host" "^$p [1-9][0-9]*$" "$(grep "^$p " <<<"$control")"
+        t_like "$p tells the job nothing" "^$p (0|absent)$" "$(grep "^$p " <<<"$OUT")"
+done
+
 # --- the confined job's home: private, writable, the job user's, size-capped, with the spec's files in it
 # (templated), gone with the job; profile none keeps HOME=/tmp and cannot have home files
 id=$(new_id home)

@@ -26,11 +26,13 @@ run_job "$id" --profile untrusted-code-write "${ALLOW[@]}" -- sh -c '
         curl -sS https://allowed.test/index.html
         curl -sS https://a.wild.test/index.html
         git ls-remote https://allowed.test/repo.git | grep -c refs/heads/main
-        python3 -c "import urllib.request; print(urllib.request.urlopen(\"https://allowed.test/index.html\").read().decode().strip())"'
+        python3 -c "import urllib.request; print(urllib.request.urlopen(\"https://allowed.test/index.html\").read().decode().strip())"
+        env | grep -c -E "^(SSL_CERT_FILE|REQUESTS_CA_BUNDLE|NODE_EXTRA_CA_CERTS|GIT_SSL_CAINFO|CURL_CA_BUNDLE)=/etc/ssl/certs/ca-certificates.crt$"'
 t_eq "allowlisted name reachable with curl" "hello from upstream" "$(sed -n 1p <<<"$OUT")"
 t_eq "wildcard subdomain reachable" "hello from upstream" "$(sed -n 2p <<<"$OUT")"
 t_eq "git ls-remote through the proxy" "1" "$(sed -n 3p <<<"$OUT")"
 t_eq "python urllib through the proxy (HTTPS_PROXY, SSL_CERT_FILE)" "hello from upstream" "$(sed -n 4p <<<"$OUT")"
+t_eq "the five CA bundle variables name the job's bundle" "5" "$(sed -n 5p <<<"$OUT")"
 t_eq "egress bytes recorded in the result" True "$(result_field "$id" 'r["egress"]["bytes_down"] > 0 and r["egress"]["allowed"] >= 4')"
 t_like "journal: allowed decisions with the resolved address" "198.51.100.2" \
         "$(in_box journalctl -q -o cat --output-fields=POND_EGRESS_ADDRESS POND_JOB_ID="$id" POND_EVENT=egress-allowed)"
@@ -133,6 +135,51 @@ t_eq "broker-only: no proxy variables" "proxy-var none" "$(grep '^proxy-var' <<<
 t_like "broker-only: the proxy port is unreachable" "^proxy blocked" "$(grep '^proxy ' <<<"$OUT")"
 t_eq "broker-only: no egress unit was started" "" "$(in_box journalctl -q -o cat -u "pond-egress@$id.service")"
 t_clean "nothing left after a broker-only job" "$id"
+
+# --- only pond's own sidecar sockets: a host service on the wildcard address is never reached, not on the
+# broker's port by a job without a broker, not on the proxy's port by a job without a proxy
+WILD=pond-test-wildcard-$$
+# wild_listen PORT: a host service that answers "HOSTSVC" on 0.0.0.0:PORT, as a transient unit in the box
+wild_listen() {
+        in_box systemd-run --quiet --unit "$WILD-$1" -- python3 -c '
+import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", int(sys.argv[1]))); s.listen(16)
+while True:
+    c, _ = s.accept(); c.sendall(b"HOSTSVC\n"); c.close()' "$1"
+}
+wild_stop() { in_box systemctl stop "$WILD-8080.service" "$WILD-3128.service" >/dev/null 2>&1 || true; }
+trap 'wild_stop; in_box "$POND_SRCDIR/tests/integration/egress-upstream.sh" down "$UP" >/dev/null 2>&1' EXIT
+# PROBE: connect to the job's host-side address on both sidecar ports, and say whether a host service answered
+PROBE='
+import os, socket
+host = os.environ["NO_PROXY"]
+for port in (8080, 3128):
+    s = socket.socket(); s.settimeout(3)
+    try:
+        s.connect((host, port)); s.sendall(b"GET / HTTP/1.0\r\n\r\n")
+        print(port, "OPEN" if s.recv(16).startswith(b"HOSTSVC") else "pond")
+    except Exception as e:
+        print(port, "blocked", type(e).__name__)'
+wild_listen 8080
+wild_listen 3128
+for _ in $(seq 50); do in_box sh -c "ss -Hltn | grep -q ':3128 '" && break; sleep 0.1; done
+# Control: the service answers on the wildcard address from the host, so the probe can see it if let through.
+t_eq "control: the wildcard host service answers from the host" "HOSTSVC" \
+        "$(in_box python3 -c 'import socket; s = socket.create_connection(("127.0.0.1", 8080), 3); print(s.recv(16).decode().strip())')"
+id=$(new_id wildnone)
+run_job "$id" --profile untrusted-code-read -- python3 -c "$PROBE"
+t_like "no broker: a host service on the broker's port is unreachable" "^8080 blocked" "$(grep '^8080 ' <<<"$OUT")"
+t_like "no proxy: a host service on the proxy's port is unreachable" "^3128 blocked" "$(grep '^3128 ' <<<"$OUT")"
+t_clean "nothing left after the wildcard probe" "$id"
+in_box systemctl stop "$WILD-3128.service" >/dev/null 2>&1
+id=$(new_id wildproxy)
+run_job "$id" --profile untrusted-code-write "${ALLOW[@]}" -- python3 -c "$PROBE"
+t_like "with a proxy, no broker: the host service on the broker's port is unreachable" "^8080 blocked" \
+        "$(grep '^8080 ' <<<"$OUT")"
+t_eq "with a proxy: its port reaches pond's proxy, not a host service" "3128 pond" "$(grep '^3128 ' <<<"$OUT")"
+t_clean "nothing left after the wildcard probe with a proxy" "$id"
+wild_stop
 
 # --- profile none: the host's network
 id=$(new_id open)

@@ -279,6 +279,8 @@ TEST(masked_and_readonly_paths) {
         ASSERT_TRUE(c);
         ASSERT_TRUE(has_string(jpath(c, "linux.maskedPaths"), "/proc/kcore"));
         ASSERT_TRUE(has_string(jpath(c, "linux.maskedPaths"), "/proc/keys"));
+        ASSERT_TRUE(has_string(jpath(c, "linux.maskedPaths"), "/proc/key-users"));
+        ASSERT_TRUE(has_string(jpath(c, "linux.maskedPaths"), "/proc/locks"));
         ASSERT_TRUE(has_string(jpath(c, "linux.maskedPaths"), "/sys/firmware"));
         ASSERT_TRUE(has_string(jpath(c, "linux.readonlyPaths"), "/proc/sys"));
         ASSERT_TRUE(has_string(jpath(c, "linux.readonlyPaths"), "/proc/sysrq-trigger"));

@@ -56,8 +56,8 @@ int nft_job_load(const char *template_path, const JobNet *net, const uint16_t *p
         char host[INET_ADDRSTRLEN], job[INET_ADDRSTRLEN], list[128] = "";
         int r;
 
-        if (n_ports == 0)
-                return error_set(ret_error, -EINVAL, "no port to allow");
+        if (n_ports > 8)
+                return error_set(ret_error, -E2BIG, "too many ports to allow");
         r = read_full_file(template_path, 64 * 1024, &text, NULL);
         if (r < 0)
                 return error_set(ret_error, r, "cannot read %s: %s", template_path, strerror(-r));
@@ -67,9 +67,16 @@ int nft_job_load(const char *template_path, const JobNet *net, const uint16_t *p
                 snprintf(list + strlen(list), sizeof list - strlen(list), "%s%u", i ? ", " : "", ports[i]);
         if ((r = substitute(&text, "@TABLE@", net->table)) < 0 ||
             (r = substitute(&text, "@IFNAME@", net->host_ifname)) < 0 ||
-            (r = substitute(&text, "@HOST_ADDR@", host)) < 0 || (r = substitute(&text, "@JOB_ADDR@", job)) < 0 ||
-            (r = substitute(&text, "@PORTS@", list)) < 0)
+            (r = substitute(&text, "@HOST_ADDR@", host)) < 0 || (r = substitute(&text, "@JOB_ADDR@", job)) < 0)
                 return r;
+        /* No sidecar, no port: the set stays empty and the job reaches nothing at all. */
+        if (n_ports > 0) {
+                _cleanup_free_ char *all = NULL;
+                if (asprintf(&all, "%s\nadd element inet %s sidecar_ports { %s }\n", text, net->table, list) < 0)
+                        return -ENOMEM;
+                free(text);
+                text = TAKE_PTR(all);
+        }
         return run(text, ret_error);
 }
 
