@@ -40,6 +40,13 @@ int job_stage(Job *j) {
         r = sd_bus_open_system(&j->bus);
         if (r < 0)
                 return log_error_errno(r, "Cannot connect to the system bus: %m");
+        /* Finish the handshake now: sd-bus authenticates lazily, and dbus-daemon closes a connection that
+         * has not authenticated within 30 s, which a slow staging or network step on a loaded worker once
+         * exceeded (the sidecar's start then failed with ENOTCONN). */
+        const char *unique;
+        r = sd_bus_get_unique_name(j->bus, &unique);
+        if (r < 0)
+                return log_error_errno(r, "Cannot connect to the system bus: %m");
         r = mkdir_p(j->paths.runtime_root, 0700);
         if (r < 0)
                 return log_error_errno(r, "Cannot create %s: %m", j->paths.runtime_root);
