@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* image-store.h: the content-addressed image store under STATEDIR/images (docs/images.md):
+ *   lock                      flock: shared for imports and jobs looking an image up, exclusive for rm/gc
+ *   blobs/sha256/HEX          every blob (index, manifest, config, layer), named by its verified digest
+ *   layers/HEX/               a layer blob unpacked once, read-only to jobs (an overlay lower)
+ *   records/HEX.json          an imported image (HEX: its manifest digest): config, layers, Env, WorkingDir
+ *   refs/NAME                 repo:tag -> manifest digest ('/' written as '%')
+ *   tmp/                      imports in progress, each a directory its importer holds locked
+ * and RUNDIR/images/HEX.lock, held shared by every job that runs on the image: rm never removes an image
+ * a job holds, gc never removes a layer or blob an image record names. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "blob.h"
+#include "layer.h"
+
+#define IMAGE_REF_MAX 255
+
+/* repo[:tag] ([a-z0-9][a-z0-9._/-]* and [A-Za-z0-9_][A-Za-z0-9_.-]*, at most 255 bytes in all). */
+bool image_name_is_valid(const char *s);
+/* A name or "sha256:<64 hex>". */
+bool image_ref_is_valid(const char *s);
+/* The name with ":latest" added when it has no tag. */
+int image_name_normalise(const char *s, char **ret);
+
+typedef struct ImageStore {
+        char *path;
+        char *run_path;         /* RUNDIR/images: the jobs' use locks */
+        int dirfd, blobsfd, lockfd;
+        LayerLimits limits;
+} ImageStore;
+
+#define IMAGE_STORE_NULL ((ImageStore) { .dirfd = -EBADF, .blobsfd = -EBADF, .lockfd = -EBADF })
+
+/* Opens (creating, 0700) the store and takes its lock: LOCK_SH (import, look-up) or LOCK_EX (rm, gc);
+ * with nonblock, -EWOULDBLOCK instead of waiting. */
+int image_store_open(const char *path, const char *run_path, int lock_op, ImageStore *ret);
+void image_store_close(ImageStore *s);
+/* STATEDIR/images and RUNDIR/images. */
+int image_store_open_default(int lock_op, ImageStore *ret);
+
+typedef struct ImageRecord {
+        char *digest;           /* the manifest's */
+        char *config;
+        char **layers;          /* layer blob digests, bottom first; NULL-terminated */
+        size_t n_layers;
+        char **env;             /* the image config's Env, or NULL */
+        char *workdir;          /* the image config's WorkingDir, or NULL */
+        char *arch;
+        uint64_t size;          /* of the blobs (compressed) */
+        char **names;           /* the refs naming it, NULL-terminated or NULL */
+} ImageRecord;
+
+void image_record_done(ImageRecord *r);
+void image_records_free(ImageRecord *l, size_t n);
+
+/* Imports an OCI layout directory, an oci-archive or a docker-archive. name (or, without one, the
+ * archive's own ref name or RepoTags[0] when valid) becomes a ref. Atomic and idempotent. */
+int image_store_import(ImageStore *s, const char *source, const char *name, ImageRecord *ret,
+                       char **ret_error);
+/* By name or digest: -ENOENT with *ret_error saying so. */
+int image_store_lookup(ImageStore *s, const char *ref, ImageRecord *ret, char **ret_error);
+int image_store_list(ImageStore *s, ImageRecord **ret, size_t *ret_n);
+/* A name: the ref goes, and the image with it if no other name is left. A digest: the image and every
+ * name. The image stays (-EBUSY) while a job holds it. Needs the exclusive lock. */
+int image_store_remove(ImageStore *s, const char *ref, char **ret_error);
+
+typedef struct ImageGcStats {
+        uint64_t blobs, layers, tmp;
+} ImageGcStats;
+/* Removes imports left by a crash and every layer and blob no image record names. Needs the exclusive
+ * lock. */
+int image_store_gc(ImageStore *s, ImageGcStats *ret);
+
+/* The directory of an unpacked layer. */
+int image_store_layer_path(const ImageStore *s, const char *digest, char **ret);
+/* Takes the job's shared use lock on the image (keep the fd open while the job runs). */
+int image_store_use(const ImageStore *s, const char *digest);
