@@ -59,7 +59,7 @@ static int parse(int argc, char *argv[], bool *json, const char **name) {
 }
 
 static int open_store(int op, ImageStore *s) {
-        int r = image_store_open_default(op, s);
+        int r = image_store_open_default(op, true, s);
 
         if (r == -EWOULDBLOCK)
                 return ctl_fail(-1, "The image store is busy (an import or a job holds it); try again.");

@@ -19,7 +19,7 @@
 
 #define IMAGE_REF_MAX 255
 
-/* repo[:tag] ([a-z0-9][a-z0-9._/-]* and [A-Za-z0-9_][A-Za-z0-9_.-]*, at most 255 bytes in all). */
+/* repo[:tag] ([a-z0-9][a-z0-9._/_-]* and [A-Za-z0-9_][A-Za-z0-9_.-]*, at most 255 bytes in all). */
 bool image_name_is_valid(const char *s);
 /* A name or "sha256:<64 hex>". */
 bool image_ref_is_valid(const char *s);
@@ -35,12 +35,13 @@ typedef struct ImageStore {
 
 #define IMAGE_STORE_NULL ((ImageStore) { .dirfd = -EBADF, .blobsfd = -EBADF, .lockfd = -EBADF })
 
-/* Opens (creating, 0700) the store and takes its lock: LOCK_SH (import, look-up) or LOCK_EX (rm, gc);
- * with nonblock, -EWOULDBLOCK instead of waiting. */
-int image_store_open(const char *path, const char *run_path, int lock_op, ImageStore *ret);
+/* Opens the store (with create: creating it, 0700; without: -ENOENT where nothing was ever imported) and
+ * takes its lock: LOCK_SH (import, look-up) or LOCK_EX (rm, gc); with LOCK_NB, -EWOULDBLOCK instead of
+ * waiting. */
+int image_store_open(const char *path, const char *run_path, int lock_op, bool create, ImageStore *ret);
 void image_store_close(ImageStore *s);
 /* STATEDIR/images and RUNDIR/images. */
-int image_store_open_default(int lock_op, ImageStore *ret);
+int image_store_open_default(int lock_op, bool create, ImageStore *ret);
 
 typedef struct ImageRecord {
         char *digest;           /* the manifest's */

@@ -314,7 +314,8 @@ static int import_docker(Import *i, const char *name, ImageRecord *ret, char **r
                 json_object *desc = json_object_new_object();
 
                 if (!ld)
-                        r = error_set(ret_error, -ENOENT, "manifest.json names layer %s, which is missing", d.layers[k]);
+                        r = error_set(ret_error, -ENOENT, "manifest.json names layer %s, which is missing",
+                                      d.layers[k]);
                 else if (!streq(ld, c.diff_ids[k]))
                         r = error_set(ret_error, -EBADMSG, "layer %s does not match the config's diff_ids[%zu]",
                                       d.layers[k], k);

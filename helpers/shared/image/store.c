@@ -36,7 +36,7 @@ bool image_name_is_valid(const char *s) {
                 return false;
         colon = strrchr(s, ':');
         repo = colon ? (size_t) (colon - s) : n;
-        if (strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789._/-") != repo || strstr(s, "//") || strstr(s, "..") ||
+        if (strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789._/-_") != repo || strstr(s, "//") || strstr(s, "..") ||
             s[repo - 1] == '/')
                 return false;
         return !colon || tag_is_valid(colon + 1);
@@ -93,18 +93,19 @@ int store_subdir(const ImageStore *s, const char *name) {
         return open_subdir(s->dirfd, name);
 }
 
-int image_store_open(const char *path, const char *run_path, int lock_op, ImageStore *ret) {
+int image_store_open(const char *path, const char *run_path, int lock_op, bool create, ImageStore *ret) {
         _cleanup_(image_store_close) ImageStore s = IMAGE_STORE_NULL;
         _cleanup_close_ int bfd = -EBADF;
         int r;
 
-        r = mkdir_p(path, 0700);
+        r = create ? mkdir_p(path, 0700) : 0;
         if (r < 0)
                 return r;
         s.dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (s.dirfd < 0)
                 return -errno;
-        s.lockfd = openat(s.dirfd, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        /* no lock file: nothing was ever imported here (a directory image's parent, say) */
+        s.lockfd = openat(s.dirfd, "lock", O_RDWR | (create ? O_CREAT : 0) | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (s.lockfd < 0)
                 return -errno;
         while (flock(s.lockfd, lock_op) < 0)
@@ -126,13 +127,13 @@ int image_store_open(const char *path, const char *run_path, int lock_op, ImageS
         return 0;
 }
 
-int image_store_open_default(int lock_op, ImageStore *ret) {
+int image_store_open_default(int lock_op, bool create, ImageStore *ret) {
         _cleanup_free_ char *path = NULL, *run = NULL;
 
         if (asprintf(&path, "%s/images", pond_dir(POND_DIR_STATE)) < 0 ||
             asprintf(&run, "%s/images", pond_dir(POND_DIR_RUN)) < 0)
                 return -ENOMEM;
-        return image_store_open(path, run, lock_op, ret);
+        return image_store_open(path, run, lock_op, create, ret);
 }
 
 void image_store_close(ImageStore *s) {
