@@ -484,7 +484,8 @@ static int open_source(Import *i, const char *source, char **ret_error) {
                 i->srcfd = TAKE_FD(fd);
                 return 0;
         }
-        if (!S_ISREG(st.st_mode))
+        /* a pipe too: `podman save ... | pondctl image import /dev/stdin` */
+        if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode))
                 return error_set(ret_error, -EINVAL, "%s: neither a directory nor an archive", source);
         return scan_archive(i, fd, ret_error);
 }

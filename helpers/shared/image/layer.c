@@ -182,18 +182,17 @@ static int entry(Unpack *u, struct archive *in, struct archive *out, struct arch
         base = base ? base + 1 : path;
         if (strncmp(base, WH_PREFIX, strlen(WH_PREFIX)) == 0)
                 return whiteout(u, path);
-        if (type == AE_IFCHR || type == AE_IFBLK || type == AE_IFIFO || type == AE_IFSOCK) {
-                u->stats.skipped_special++;
-                return 0;
-        }
-        if (type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK)
-                return refuse(u, "%s: unknown entry type", path);
         archive_entry_set_pathname(e, path);
-        if (archive_entry_hardlink(e)) {
+        if (archive_entry_hardlink(e)) {        /* of any type in the header: what it names decides */
                 r = check_hardlink(u, e, path);
                 if (r < 0)
                         return r;
-        }
+                type = AE_IFREG;
+        } else if (type == AE_IFCHR || type == AE_IFBLK || type == AE_IFIFO || type == AE_IFSOCK) {
+                u->stats.skipped_special++;
+                return 0;
+        } else if (type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK)
+                return refuse(u, "%s: unknown entry type", path);
         if (perm & (S_ISUID | S_ISGID)) {
                 archive_entry_set_perm(e, perm & ~(mode_t) (S_ISUID | S_ISGID));
                 u->stats.stripped_setid++;
@@ -202,7 +201,7 @@ static int entry(Unpack *u, struct archive *in, struct archive *out, struct arch
         archive_entry_acl_clear(e);
         if (archive_write_header(out, e) < ARCHIVE_WARN)
                 return refuse(u, "%s: %s", path, archive_error_string(out));
-        if (type == AE_IFREG && archive_entry_size(e) > 0) {
+        if (type == AE_IFREG && !archive_entry_hardlink(e) && archive_entry_size(e) > 0) {
                 r = copy_data(u, in, out, path);
                 if (r < 0)
                         return r;

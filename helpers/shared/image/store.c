@@ -32,7 +32,9 @@ bool image_name_is_valid(const char *s) {
         const char *colon;
         size_t n = s ? strlen(s) : 0, repo;
 
-        if (n == 0 || n > IMAGE_REF_MAX || !strchr("abcdefghijklmnopqrstuvwxyz0123456789", s[0]))
+        /* "sha256:..." is a digest or nothing: never a name that looks like one */
+        if (n == 0 || n > IMAGE_REF_MAX || !strchr("abcdefghijklmnopqrstuvwxyz0123456789", s[0]) ||
+            strncmp(s, DIGEST_PREFIX, strlen(DIGEST_PREFIX)) == 0)
                 return false;
         colon = strrchr(s, ':');
         repo = colon ? (size_t) (colon - s) : n;
