@@ -21,6 +21,8 @@
 #include "macro.h"
 #include "strv.h"
 #include "image-store.h"
+#include "oci.h"
+#include "policy.h"
 #include "tests.h"
 
 typedef struct Entry {
@@ -151,7 +153,8 @@ static const Entry base[] = {
         { "bin/link", 'h', "bin/su", 0 },
 };
 static const Entry upper[] = {
-        { ".wh.gone", 'f', NULL, 0 }, { "opq", 'd', NULL, 0 }, { "opq/.wh..wh..opq", 'f', NULL, 0 }, { "opq/new", 'f', "new", 0 },
+        { ".wh.gone", 'f', NULL, 0 },         { "opq", 'd', NULL, 0 },
+        { "opq/.wh..wh..opq", 'f', NULL, 0 }, { "opq/new", 'f', "new", 0 },
 };
 
 static bool is_root(void) {
@@ -348,7 +351,8 @@ TEST_F(store, hostile_layers_are_refused) {
 }
 
 TEST_F(store, entry_bound) {
-        const Entry many[] = { { "a", 'f', NULL, 0 }, { "b", 'f', NULL, 0 }, { "c", 'f', NULL, 0 }, { "d", 'f', NULL, 0 }, { "e", 'f', NULL, 0 }, { "f", 'f', NULL, 0 } };
+        const Entry many[] = { { "a", 'f', NULL, 0 }, { "b", 'f', NULL, 0 }, { "c", 'f', NULL, 0 },
+                               { "d", 'f', NULL, 0 }, { "e", 'f', NULL, 0 }, { "f", 'f', NULL, 0 } };
 
         self->s.limits.max_entries = 5;
         refuse_layer(self, many, ELEMENTSOF(many), "more than 5 entries");
@@ -460,6 +464,53 @@ TEST(names) {
         ASSERT_FALSE(image_ref_is_valid("sha256:0123"));
         ASSERT_OK(image_name_normalise("debian", &n));
         ASSERT_STREQ("debian:latest", n);
+}
+
+static bool has(char **l, const char *s) {
+        for (size_t i = 0; l && l[i]; i++)
+                if (streq(l[i], s))
+                        return true;
+        return false;
+}
+
+/* The image's Env sits between pond's base and the spec's; pond's own variables are not the image's. */
+TEST(image_environment) {
+        char *image_env[] = { "PATH=/opt/node/bin:/usr/bin:/bin", "HOME=/root", "USER=root", "LANG=de_DE.UTF-8",
+                              "POND_JOB_ID=forged", "NODE_ENV=production", "FOO=image", NULL };
+        char *spec_env[] = { "FOO=spec", NULL };
+        char *posture[] = { "HTTPS_PROXY=http://10.0.0.1:3128", NULL };
+        ResolvedPolicy r = { .confined = true };
+        JobSpec spec = { .job_id = (char *) "job-1", .env = spec_env };
+        _cleanup_strv_free_ char **env = NULL;
+
+        ASSERT_OK(oci_job_environment_image(&r, &spec, image_env, posture, &env));
+        ASSERT_TRUE(has(env, "PATH=/opt/node/bin:/usr/bin:/bin"));
+        ASSERT_TRUE(has(env, "LANG=de_DE.UTF-8"));
+        ASSERT_TRUE(has(env, "NODE_ENV=production"));
+        ASSERT_TRUE(has(env, "HOME=/home/job"));
+        ASSERT_TRUE(has(env, "USER=job"));
+        ASSERT_TRUE(has(env, "POND_JOB_ID=job-1"));
+        ASSERT_TRUE(has(env, "FOO=spec"));
+        ASSERT_TRUE(has(env, "HTTPS_PROXY=http://10.0.0.1:3128"));
+        ASSERT_FALSE(has(env, "HOME=/root"));
+        ASSERT_FALSE(has(env, "POND_JOB_ID=forged"));
+}
+
+TEST(policy_images_allowed) {
+        char *list[] = { "debian:trixie", "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+                         "host", NULL };
+        char *star[] = { "*", NULL };
+        char *other = "sha256:1123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+        char *names[] = { "other:1", "debian:trixie", NULL }, *none[] = { "other:1", NULL };
+        ResolvedPolicy r = { .images_allowed = list };
+        ResolvedPolicy any = { .images_allowed = star };
+
+        ASSERT_TRUE(policy_image_allowed(&r, NULL, names));
+        ASSERT_FALSE(policy_image_allowed(&r, NULL, none));
+        ASSERT_TRUE(policy_image_allowed(&r, list[1], none));
+        ASSERT_FALSE(policy_image_allowed(&r, other, none));
+        ASSERT_TRUE(policy_image_allowed(&any, other, NULL));
+        ASSERT_FALSE(policy_image_allowed(NULL, NULL, names));
 }
 
 TEST_MAIN()
