@@ -7,7 +7,7 @@
 #include "errmsg.h"
 #include "json-util.h"
 #include "fileio.h"
-#include "image-store.h"
+#include "image-name.h"
 #include "json-strict.h"
 #include "log.h"
 #include "policy.h"

@@ -13,13 +13,6 @@
 #include "hash.h"
 #include "macro.h"
 
-bool digest_is_valid(const char *s) {
-        if (!s || strncmp(s, DIGEST_PREFIX, strlen(DIGEST_PREFIX)) != 0)
-                return false;
-        s += strlen(DIGEST_PREFIX);
-        return strlen(s) == DIGEST_HEX_LEN && strspn(s, "0123456789abcdef") == DIGEST_HEX_LEN;
-}
-
 static void digest_format(const uint8_t d[SHA256_SIZE], char ret[DIGEST_SIZE]) {
         memcpy(ret, DIGEST_PREFIX, strlen(DIGEST_PREFIX));
         hex_encode(d, SHA256_SIZE, ret + strlen(DIGEST_PREFIX));

@@ -9,16 +9,8 @@
 #include <stdint.h>
 #include <sodium.h>
 
-#define DIGEST_PREFIX "sha256:"
-#define DIGEST_HEX_LEN 64
-#define DIGEST_SIZE (sizeof(DIGEST_PREFIX) - 1 + DIGEST_HEX_LEN + 1)
+#include "image-name.h"
 
-/* "sha256:" and 64 lowercase hex digits: the only digest form the store takes (no other algorithm). */
-bool digest_is_valid(const char *s);
-/* The 64 hex digits of a valid digest (its file name in the store). */
-static inline const char *digest_hex(const char *digest) {
-        return digest + sizeof(DIGEST_PREFIX) - 1;
-}
 void digest_of(const void *p, size_t n, char ret[DIGEST_SIZE]);
 
 /* A blob being written: bytes go to an O_TMPFILE in the blob directory while they are hashed; the file

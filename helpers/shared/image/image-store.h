@@ -15,16 +15,9 @@
 #include <stdint.h>
 
 #include "blob.h"
+#include "image-name.h"
 #include "layer.h"
 
-#define IMAGE_REF_MAX 255
-
-/* repo[:tag] ([a-z0-9][a-z0-9._/_-]* and [A-Za-z0-9_][A-Za-z0-9_.-]*, at most 255 bytes in all). */
-bool image_name_is_valid(const char *s);
-/* A name or "sha256:<64 hex>". */
-bool image_ref_is_valid(const char *s);
-/* The name with ":latest" added when it has no tag. */
-int image_name_normalise(const char *s, char **ret);
 
 typedef struct ImageStore {
         char *path;
