@@ -373,6 +373,7 @@ TEST_F(store, rm_gc_and_use_lock) {
         ASSERT_TRUE(use >= 0);
         ASSERT_ERROR(EBUSY, image_store_remove(&self->s, rec.digest, &err));     /* a job holds it */
         close(use);
+        image_record_done(&rec);
         ASSERT_OK(image_store_remove(&self->s, "test/img:one", &err));  /* one of two names */
         ASSERT_OK(image_store_lookup(&self->s, "keep:me", &rec, NULL) >= 0 ? 0 : -1);
         image_record_done(&rec);
