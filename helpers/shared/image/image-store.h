@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* image-store.h: the content-addressed image store under STATEDIR/images (docs/images.md):
  *   lock                      flock: shared for imports and jobs looking an image up, exclusive for rm/gc
- *   blobs/sha256/HEX          every blob (index, manifest, config, layer), named by its verified digest
+ *   blobs/sha256/HEX          every blob (index, manifest, config, layer), named by its verified digest;
+ *                             a layer's blob is dropped once the layer is unpacked
  *   layers/HEX/               a layer blob unpacked once, read-only to jobs (an overlay lower)
  *   records/HEX.json          an imported image (HEX: its manifest digest): config, layers, Env, WorkingDir
  *   refs/NAME                 repo:tag -> manifest digest ('/' written as '%')

@@ -115,6 +115,10 @@ static int ensure_layer(Import *i, const char *digest, char **ret_error) {
         if (fstatat(layers, digest_hex(digest), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
                 return 0;       /* unpacked once, by an earlier import */
         blob = blob_open(i->s->blobsfd, digest);
+        /* a concurrent import may have unpacked it and dropped the blob since the look above */
+        if (blob == -ENOENT && fstatat(layers, digest_hex(digest), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            S_ISDIR(st.st_mode))
+                return 0;
         if (blob < 0)
                 return error_set(ret_error, blob, "layer %s: %s", digest, strerror(-blob));
         snprintf(tmpname, sizeof tmpname, "layer-%.16s", digest_hex(digest));
@@ -138,6 +142,14 @@ static int ensure_layer(Import *i, const char *digest, char **ret_error) {
                 (void) rm_rf_at(i->tmpfd, tmpname);     /* a concurrent import was first: same content */
         }
         return RET_NERRNO(fsync(layers));
+}
+
+static bool layer_present(Import *i, const char *digest) {
+        _cleanup_close_ int layers = store_subdir(i->s, "layers");
+        struct stat st;
+
+        return layers >= 0 && fstatat(layers, digest_hex(digest), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+               S_ISDIR(st.st_mode);
 }
 
 static int import_manifest(Import *i, const char *digest, uint64_t size, const char *name, ImageRecord *ret,
@@ -167,9 +179,12 @@ static int import_manifest(Import *i, const char *digest, uint64_t size, const c
         rec.config = m.config.digest ? strdup(m.config.digest) : NULL;
         rec.size = mlen + clen;
         for (size_t k = 0; r >= 0 && k < m.n_layers; k++) {
-                r = ensure_blob(i, m.layers[k].digest, ret_error);
+                r = layer_present(i, m.layers[k].digest) ? 0 : ensure_blob(i, m.layers[k].digest, ret_error);
                 if (r >= 0)
                         r = ensure_layer(i, m.layers[k].digest, ret_error);
+                /* Unpacked, the layer is the content: its blob would only double the disk it takes. */
+                if (r >= 0 && unlinkat(i->s->blobsfd, digest_hex(m.layers[k].digest), 0) < 0 && errno != ENOENT)
+                        r = -errno;
                 if (r >= 0)
                         r = strv_push(&rec.layers, strdup(m.layers[k].digest));
                 rec.size += m.layers[k].size;

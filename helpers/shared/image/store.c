@@ -515,7 +515,7 @@ static int sweep(int dirfd, char **keep, uint64_t *count) {
 }
 
 int image_store_gc(ImageStore *s, ImageGcStats *ret) {
-        _cleanup_strv_free_ char **digests = NULL, **keep = NULL;
+        _cleanup_strv_free_ char **digests = NULL, **keep = NULL, **keep_layers = NULL;
         _cleanup_close_ int layers = -EBADF;
         ImageGcStats st = {};
         int r;
@@ -535,13 +535,14 @@ int image_store_gc(ImageStore *s, ImageGcStats *ret) {
                 if (strv_push(&keep, strdup(rec.digest)) < 0 || strv_push(&keep, strdup(rec.config)) < 0)
                         return -ENOMEM;
                 for (size_t k = 0; k < rec.n_layers; k++)
-                        if (strv_push(&keep, strdup(rec.layers[k])) < 0)
+                        if (strv_push(&keep_layers, strdup(rec.layers[k])) < 0)
                                 return -ENOMEM;
         }
         layers = store_subdir(s, "layers");
         if (layers < 0)
                 return layers;
-        r = sweep(layers, keep, &st.layers);
+        /* a layer's blob goes once it is unpacked (import.c); one still here is a crashed import's */
+        r = sweep(layers, keep_layers, &st.layers);
         if (r >= 0)
                 r = sweep(s->blobsfd, keep, &st.blobs);
         if (r < 0)
