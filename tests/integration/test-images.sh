@@ -105,6 +105,23 @@ rm -f "$outa" "$outb"
 t_clean "nothing left after job a" "$a"
 t_clean "nothing left after job b" "$b"
 
+# kill -9 of the supervisor mid-job: ExecStopPost (pond-run --cleanup) unmounts the overlay too, and the
+# image's use lock dies with the supervisor (rm works again).
+id=$(new_id imagekill9)
+in_box "$PONDCTL" run --quiet --job-id "$id" --backend "$BACKEND" --profile untrusted-code-read --image "$name" \
+        -- sleep 60 >/dev/null 2>&1 &
+runner=$!
+if wait_running "$id"; then
+        t_like "the overlay is mounted while the job runs" "pond-image" \
+                "$(in_box grep -F "$POND_RUN/jobs/$id/rootfs" /proc/self/mountinfo)"
+        in_box sh -c "kill -9 \$(systemctl show -P MainPID pond-job@$id.service)"
+        wait_gone "$id"
+        t_clean "nothing left after kill -9 of pond-run on an image (--cleanup unmounts it)" "$id"
+else
+        t_not_ok "job $id started (its scope became active within 20 s)"
+fi
+wait "$runner"
+
 id=$(new_id imageabsent)
 run_job "$id" --profile untrusted-code-read --image pond-test/absent:1 -- true
 t_eq "an image that is not present is refused" 125 "$RC"

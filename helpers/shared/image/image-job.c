@@ -103,16 +103,23 @@ static int overlay_options(const ImageLayout *l, const char *top, char **ret) {
 
         if (!f)
                 return -ENOMEM;
+        /* overlayfs takes ',' ':' and '\\' in a path only escaped; the store and run paths never have them */
+        if (strpbrk(top, ",:\\")) {
+                fclose(f);
+                return -EINVAL;
+        }
         fprintf(f, "lowerdir=%s", top);
-        for (size_t i = 0; l->lowers && l->lowers[i]; i++)
+        for (size_t i = 0; l->lowers && l->lowers[i]; i++) {
+                if (strpbrk(l->lowers[i], ",:\\")) {
+                        fclose(f);
+                        return -EINVAL;
+                }
                 fprintf(f, ":%s", l->lowers[i]);
+        }
         if (fclose(f) != 0)
                 return -ENOMEM;
         if (n > OVERLAY_OPTIONS_MAX)
                 return -E2BIG;
-        /* overlayfs takes ',' and ':' in a path only escaped; the store and run paths never have them */
-        if (strchr(opts, ','))
-                return -EINVAL;
         *ret = TAKE_PTR(opts);
         return 0;
 }
