@@ -298,16 +298,75 @@ static uint64_t blob_size(Import *i, const char *digest) {
         return fstatat(i->s->blobsfd, digest_hex(digest), &st, 0) < 0 ? 0 : (uint64_t) st.st_size;
 }
 
-/* docker-archive: no manifest blob exists, so pond writes the OCI manifest the archive stands for (its
- * digest names the image) once the layers are checked against the config's diff_ids. */
+/* The layers' descriptors, each checked against the config's diff_ids (docker-archive layers are
+ * uncompressed tars, so their digest is their diff_id). */
+static int docker_layers(Import *i, const DockerImage *d, const OciConfig *c, json_object **ret, char **ret_error) {
+        _cleanup_json_ json_object *layers = json_object_new_array();
+
+        if (!layers)
+                return -ENOMEM;
+        if (c->n_diff_ids != d->n_layers)
+                return error_set(ret_error, -EBADMSG, "config lists %zu layers, manifest.json %zu", c->n_diff_ids,
+                                 d->n_layers);
+        for (size_t k = 0; k < d->n_layers; k++) {
+                const char *ld = member_digest(i, d->layers[k]);
+                json_object *desc;
+
+                if (!ld)
+                        return error_set(ret_error, -ENOENT, "manifest.json names layer %s, which is missing",
+                                         d->layers[k]);
+                if (!streq(ld, c->diff_ids[k]))
+                        return error_set(ret_error, -EBADMSG, "layer %s does not match the config's "
+                                         "diff_ids[%zu]", d->layers[k], k);
+                desc = json_object_new_object();
+                if (!desc || json_object_array_add(layers, desc) < 0) {
+                        json_object_put(desc);
+                        return -ENOMEM;
+                }
+                json_object_object_add(desc, "mediaType", json_object_new_string(OCI_MT_LAYER_TAR));
+                json_object_object_add(desc, "digest", json_object_new_string(ld));
+                json_object_object_add(desc, "size", json_object_new_int64((int64_t) blob_size(i, ld)));
+        }
+        *ret = TAKE_PTR(layers);
+        return 0;
+}
+
+/* Stores the OCI manifest a docker-archive stands for; its digest names the image. */
+static int docker_write_manifest(Import *i, const char *cdigest, size_t clen, json_object *layers,
+                                 char ret[DIGEST_SIZE]) {
+        _cleanup_json_ json_object *m = json_object_new_object(), *cd = json_object_new_object();
+        BlobWriter w = { .fd = -EBADF };
+        const char *text;
+        int r;
+
+        if (!m || !cd)
+                return -ENOMEM;
+        json_object_object_add(cd, "mediaType", json_object_new_string(OCI_MT_CONFIG));
+        json_object_object_add(cd, "digest", json_object_new_string(cdigest));
+        json_object_object_add(cd, "size", json_object_new_int64((int64_t) clen));
+        json_object_object_add(m, "schemaVersion", json_object_new_int(2));
+        json_object_object_add(m, "mediaType", json_object_new_string(OCI_MT_MANIFEST));
+        json_object_object_add(m, "config", TAKE_PTR(cd));
+        json_object_object_add(m, "layers", json_object_get(layers));
+        text = json_object_to_json_string_ext(m, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+        r = blob_writer_open(&w, i->s->blobsfd, OCI_JSON_MAX);
+        if (r >= 0)
+                r = blob_writer_write(&w, text, strlen(text));
+        if (r >= 0)
+                r = blob_writer_commit(&w, NULL, ret, NULL);
+        blob_writer_done(&w);
+        return r;
+}
+
+/* docker-archive: no manifest blob exists, so pond writes the OCI manifest the archive stands for once the
+ * layers are checked against the config's diff_ids. */
 static int import_docker(Import *i, const char *name, ImageRecord *ret, char **ret_error) {
-        _cleanup_json_ json_object *m = NULL, *layers = NULL;
+        _cleanup_json_ json_object *layers = NULL;
         _cleanup_free_ char *cbuf = NULL, *auto_name = NULL;
         char mdigest[DIGEST_SIZE];
         DockerImage d = {};
         OciConfig c = {};
-        BlobWriter w = { .fd = -EBADF };
-        const char *cdigest, *text;
+        const char *cdigest;
         size_t clen;
         int r;
 
@@ -319,46 +378,10 @@ static int import_docker(Import *i, const char *name, ImageRecord *ret, char **r
                     : error_set(ret_error, -ENOENT, "manifest.json names config %s, which is missing", d.config);
         if (r >= 0)
                 r = oci_config_parse(cbuf, clen, &c, ret_error);
-        if (r >= 0 && c.n_diff_ids != d.n_layers)
-                r = error_set(ret_error, -EBADMSG, "config lists %zu layers, manifest.json %zu", c.n_diff_ids,
-                              d.n_layers);
-        m = json_object_new_object();
-        layers = json_object_new_array();
-        for (size_t k = 0; r >= 0 && k < d.n_layers; k++) {
-                const char *ld = member_digest(i, d.layers[k]);
-                json_object *desc = json_object_new_object();
-
-                if (!ld)
-                        r = error_set(ret_error, -ENOENT, "manifest.json names layer %s, which is missing",
-                                      d.layers[k]);
-                else if (!streq(ld, c.diff_ids[k]))
-                        r = error_set(ret_error, -EBADMSG, "layer %s does not match the config's diff_ids[%zu]",
-                                      d.layers[k], k);
-                else {
-                        json_object_object_add(desc, "mediaType", json_object_new_string(OCI_MT_LAYER_TAR));
-                        json_object_object_add(desc, "digest", json_object_new_string(ld));
-                        json_object_object_add(desc, "size", json_object_new_int64((int64_t) blob_size(i, ld)));
-                        json_object_array_add(layers, TAKE_PTR(desc));
-                }
-                json_object_put(desc);
-        }
-        if (r >= 0) {
-                json_object *cd = json_object_new_object();
-                json_object_object_add(cd, "mediaType", json_object_new_string(OCI_MT_CONFIG));
-                json_object_object_add(cd, "digest", json_object_new_string(cdigest));
-                json_object_object_add(cd, "size", json_object_new_int64((int64_t) clen));
-                json_object_object_add(m, "schemaVersion", json_object_new_int(2));
-                json_object_object_add(m, "mediaType", json_object_new_string(OCI_MT_MANIFEST));
-                json_object_object_add(m, "config", cd);
-                json_object_object_add(m, "layers", TAKE_PTR(layers));
-                text = json_object_to_json_string_ext(m, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-                r = blob_writer_open(&w, i->s->blobsfd, OCI_JSON_MAX);
-                if (r >= 0)
-                        r = blob_writer_write(&w, text, strlen(text));
-                if (r >= 0)
-                        r = blob_writer_commit(&w, NULL, mdigest, NULL);
-                blob_writer_done(&w);
-        }
+        if (r >= 0)
+                r = docker_layers(i, &d, &c, &layers, ret_error);
+        if (r >= 0)
+                r = docker_write_manifest(i, cdigest, clen, layers, mdigest);
         if (r >= 0 && !name)
                 name = auto_name = name_from(d.repo_tags ? d.repo_tags[0] : NULL);
         if (r >= 0)
