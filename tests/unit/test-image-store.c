@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -399,6 +400,8 @@ TEST_F(store, sigkill_during_import) {
         }
         ASSERT_OK(layout_of(self->layout, many, FILES, NULL, 0, self->digest));
         free(many);
+        /* the killed importers' unpacking children come back here to be reaped */
+        ASSERT_OK(RET_NERRNO(prctl(PR_SET_CHILD_SUBREAPER, 1)));
         for (unsigned delay_us = 1000; delay_us <= 4096000; delay_us *= 4) {
                 pid_t pid = fork();
                 int status, r;
@@ -449,6 +452,14 @@ TEST_F(store, sigkill_during_import) {
         }
         ASSERT_OK(image_store_import(&self->s, self->layout, NULL, &rec, &err));
         image_record_done(&rec);
+        /* the killed importers' unpacking children, reparented here, die with them: reap them */
+        for (unsigned i = 0; i < 100; i++) {
+                pid_t p = waitpid(-1, NULL, WNOHANG);
+                if (p < 0)
+                        break;
+                if (p == 0)
+                        usleep(10000);
+        }
 }
 
 TEST(names) {

@@ -419,6 +419,14 @@ static int use_lock_open(const ImageStore *s, const char *digest) {
         return r < 0 ? -errno : r;
 }
 
+static int use_lock_unlink(const ImageStore *s, const char *digest) {
+        _cleanup_free_ char *path = NULL;
+
+        if (asprintf(&path, "%s/%s.lock", s->run_path, digest_hex(digest)) < 0)
+                return -ENOMEM;
+        return unlink(path) < 0 && errno != ENOENT ? -errno : 0;
+}
+
 int image_store_use(const ImageStore *s, const char *digest) {
         _cleanup_close_ int fd = -EBADF;
 
@@ -456,7 +464,8 @@ static int remove_image(ImageStore *s, const char *digest, char **ret_error) {
         if (unlinkat(recs, file, 0) < 0)
                 return errno == ENOENT ? error_set(ret_error, -ENOENT, "image %s is not present", digest) : -errno;
         (void) fsync(recs);
-        return 0;
+        /* no job can open it now: they look up under the store's lock, which rm holds exclusively */
+        return use_lock_unlink(s, digest);
 }
 
 int image_store_remove(ImageStore *s, const char *ref, char **ret_error) {
