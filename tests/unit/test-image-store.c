@@ -22,6 +22,7 @@
 #include "macro.h"
 #include "strv.h"
 #include "image-store.h"
+#include "image.h"
 #include "oci.h"
 #include "policy.h"
 #include "tests.h"
@@ -95,7 +96,7 @@ static void write_text(const char *dir, const char *name, const char *text) {
 
 /* An OCI layout at dir with the given layers (tars), bottom first; the manifest's digest in ret. */
 static int make_layout(const char *dir, char **layers, size_t *lens, size_t n, char ret[DIGEST_SIZE]) {
-        char digests[8][DIGEST_SIZE], cdigest[DIGEST_SIZE], path[PATH_MAX], *p;
+        char digests[8][DIGEST_SIZE], cdigest[DIGEST_SIZE], path[PATH_MAX + 32];
         char config[4096], manifest[8192], index[1024];
         size_t off;
 
@@ -127,8 +128,6 @@ static int make_layout(const char *dir, char **layers, size_t *lens, size_t n, c
                  ret, strlen(manifest));
         write_text(dir, "index.json", index);
         write_text(dir, "oci-layout", "{\"imageLayoutVersion\":\"1.0.0\"}");
-        p = NULL;
-        (void) p;
         return 0;
 }
 
@@ -268,12 +267,7 @@ TEST_F(store, flipped_byte_is_refused) {
         ASSERT_OK(layout_of(self->layout, upper + 1, 1, NULL, 0, self->digest));
         ASSERT_OK(make_tar(upper + 1, 1, &tar, &len));
         tar[len / 3] ^= 1;
-        {
-                char d[DIGEST_SIZE];
-                digest_of(tar, len, d); /* the file keeps its old name: the digest no longer matches */
-                (void) d;
-        }
-        /* rewrite the layer blob in place with one bit flipped */
+        /* the layer blob rewritten in place with one bit flipped: its name is now the wrong digest */
         {
                 char *orig;
                 size_t olen;
@@ -460,6 +454,35 @@ TEST_F(store, sigkill_during_import) {
                 if (p == 0)
                         usleep(10000);
         }
+}
+
+/* A layer that comes twice (docker save of an image with two empty layers) is imported, and a job's
+ * overlay gets it once, at its topmost place: overlayfs refuses the same directory twice. */
+TEST_F(store, repeated_layer) {
+        _cleanup_(image_layout_done) ImageLayout l = {};
+        _cleanup_free_ char *err = NULL, *expect_top = NULL;
+        const Entry a[] = { { "a", 'f', "a", 0 } }, b[] = { { "b", 'f', "b", 0 } };
+        char *tars[3] = {}, run[PATH_MAX];
+        size_t lens[3];
+        ImageRecord rec = {};
+
+        ASSERT_OK(make_tar(a, 1, &tars[0], &lens[0]));
+        ASSERT_OK(make_tar(b, 1, &tars[1], &lens[1]));
+        tars[2] = tars[0];
+        lens[2] = lens[0];
+        ASSERT_OK(make_layout(self->layout, tars, lens, 3, self->digest));
+        free(tars[0]);
+        free(tars[1]);
+        ASSERT_OK(image_store_import(&self->s, self->layout, NULL, &rec, &err));
+        ASSERT_EQ(3u, rec.n_layers);
+        snprintf(run, sizeof run, "%s/run", self->dir);
+        ASSERT_OK(setenv("POND_RUNDIR", run, 1));
+        ASSERT_OK(image_prepare_store(rec.digest, self->s.path, &l, &err));
+        ASSERT_EQ(2u, (unsigned) strv_length(l.lowers));
+        ASSERT_OK(image_store_layer_path(&self->s, rec.layers[2], &expect_top));
+        ASSERT_STREQ(expect_top, l.lowers[0]);
+        ASSERT_TRUE(l.use_fd && *l.use_fd >= 0);
+        image_record_done(&rec);
 }
 
 TEST(names) {

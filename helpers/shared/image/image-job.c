@@ -31,8 +31,18 @@ static int fill_layout(const ImageStore *s, const char *ref, ImageRecord *rec, I
         l->lowers = calloc(rec->n_layers + 1, sizeof(char *));
         if (!l->lowers)
                 return -ENOMEM;
-        for (size_t i = 0; i < rec->n_layers; i++) {
-                int r = image_store_layer_path(s, rec->layers[rec->n_layers - 1 - i], &l->lowers[i]);
+        /* Top first. A layer that comes again lower down is left out there: overlayfs refuses the same
+         * directory twice (ELOOP), and its topmost copy already shows all it holds. */
+        for (size_t i = 0, n = 0; i < rec->n_layers; i++) {
+                const char *d = rec->layers[rec->n_layers - 1 - i];
+                bool seen = false;
+                int r;
+
+                for (size_t k = rec->n_layers - i; k < rec->n_layers; k++)
+                        seen = seen || streq(rec->layers[k], d);
+                if (seen)
+                        continue;
+                r = image_store_layer_path(s, d, &l->lowers[n++]);
                 if (r < 0)
                         return r;
         }

@@ -32,6 +32,7 @@ typedef struct Import {
         char *index, *docker;   /* index.json / manifest.json as read */
         size_t index_len, docker_len;
         char **members, **member_digests; /* an archive's regular files and the blobs they became */
+        char **links, **link_targets;     /* its symlinks and hard links, resolved to member names */
 } Import;
 
 static void import_done(Import *i) {
@@ -42,6 +43,8 @@ static void import_done(Import *i) {
         free(i->tmpname);
         strv_free(i->members);
         strv_free(i->member_digests);
+        strv_free(i->links);
+        strv_free(i->link_targets);
 }
 
 static const char *native_arch(void) {
@@ -286,11 +289,57 @@ static int import_oci(Import *i, const char *name, ImageRecord *ret, char **ret_
         return import_manifest(i, digest, size, name, ret, ret_error);
 }
 
+/* docker save writes a layer it already wrote as a symlink to the first copy: followed here, a few deep. */
 static const char *member_digest(Import *i, const char *name) {
-        for (size_t k = 0; i->members && i->members[k]; k++)
-                if (streq(i->members[k], name))
-                        return i->member_digests[k];
+        for (unsigned depth = 0; name && depth < 8; depth++) {
+                const char *next = NULL;
+
+                for (size_t k = 0; i->members && i->members[k]; k++)
+                        if (streq(i->members[k], name))
+                                return i->member_digests[k];
+                for (size_t k = 0; i->links && i->links[k]; k++)
+                        if (streq(i->links[k], name))
+                                next = i->link_targets[k];
+                name = next;
+        }
         return NULL;
+}
+
+/* The member a link names: a symlink's target is relative to the link's directory, a hard link's to the
+ * archive's top. NULL if it leaves the archive. */
+static char *link_resolve(const char *name, const char *target, bool symlink) {
+        _cleanup_free_ char *joined = NULL;
+        const char *slash = strrchr(name, '/');
+        char *out, *w;
+
+        if (!target || target[0] == '/')
+                return NULL;
+        if (asprintf(&joined, "%.*s%s", symlink && slash ? (int) (slash - name + 1) : 0, name, target) < 0)
+                return NULL;
+        out = w = calloc(strlen(joined) + 1, 1);
+        if (!out)
+                return NULL;
+        for (const char *p = joined; *p; p += strspn(p, "/")) {
+                size_t n = strcspn(p, "/");
+
+                if (n == 2 && p[0] == '.' && p[1] == '.') {
+                        if (w == out) {
+                                free(out);
+                                return NULL;
+                        }
+                        while (w > out && *--w != '/')
+                                ;
+                        *w = 0;
+                } else if (n > 0 && !(n == 1 && p[0] == '.')) {
+                        if (w != out)
+                                *w++ = '/';
+                        memcpy(w, p, n);
+                        w += n;
+                        *w = 0;
+                }
+                p += n;
+        }
+        return out;
 }
 
 static uint64_t blob_size(Import *i, const char *digest) {
@@ -491,7 +540,20 @@ static int scan_archive(Import *i, int fd, char **ret_error) {
                         break;
                 }
                 name = member_name(archive_entry_pathname(e) ?: "");
-                if (archive_entry_filetype(e) != AE_IFREG || archive_entry_hardlink(e))
+                if (archive_entry_hardlink(e) || archive_entry_filetype(e) == AE_IFLNK) {
+                        bool sym = !archive_entry_hardlink(e);
+                        char *t = link_resolve(name, sym ? archive_entry_symlink(e) : archive_entry_hardlink(e),
+                                               sym);
+                        if (!t || strv_length(i->links) >= ARCHIVE_MEMBERS_MAX)
+                                free(t);
+                        else if (strv_push(&i->links, strdup(name)) < 0) {
+                                free(t);
+                                r = -ENOMEM;
+                        } else if (strv_push(&i->link_targets, t) < 0)
+                                r = -ENOMEM;
+                        continue;
+                }
+                if (archive_entry_filetype(e) != AE_IFREG)
                         continue;
                 if (streq(name, "index.json"))
                         r = read_member(a, &i->index, &i->index_len, ret_error, name);
