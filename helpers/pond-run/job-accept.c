@@ -59,6 +59,18 @@ static int resolve(Job *j) {
         return 0;
 }
 
+/* The profile's "images" decide, by digest or by any name the image has here (docs/images.md). */
+static int image_allowed(Job *j) {
+        const ResolvedPolicy *res = j->input.resolved;
+        const ImageLayout *l = &j->staging.image;
+        char *const one[] = { res->image, NULL };
+
+        if (policy_image_allowed(res, l->digest, l->digest ? l->names : one))
+                return 0;
+        return job_fail(j, -EPERM, "sandbox.overrides.image: image %s%s%s is not allowed by profile %s",
+                        res->image, l->digest ? " = " : "", l->digest ?: "", res->profile);
+}
+
 int job_accept(Job *j) {
         _cleanup_free_ char *err = NULL;
         const ResolvedPolicy *res;
@@ -89,6 +101,9 @@ int job_accept(Job *j) {
                 if (r < 0)
                         return job_fail(j, r, "%s", err ?: "sandbox.overrides.image: image not available");
         }
+        r = image_allowed(j);
+        if (r < 0)
+                return r;
         audit_event(&j->audit, POND_EVENT_ACCEPTED, AUDIT_NO_RC, "accepted: profile %s, backend %s, tier %s",
                     res->profile, res->backend, res->tier);
         return 0;

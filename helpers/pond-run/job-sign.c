@@ -107,6 +107,8 @@ static void add_posture(Job *j, json_object *o) {
         json_object_object_add(o, "backend", json_str(res ? res->backend : NULL));
         json_object_object_add(o, "tier", json_str(res ? res->tier : NULL));
         json_object_object_add(o, "image", json_str(res ? res->image : NULL));
+        if (j->staging.image.digest) /* an imported image, pinned by its manifest digest (result-format.md) */
+                json_object_object_add(o, "image_digest", json_object_new_string(j->staging.image.digest));
         if (res && in->spec)
                 json_object_object_add(o, "limits", build_limits(in));
         json_object_object_add(o, "exit", build_exit(&j->outcome));

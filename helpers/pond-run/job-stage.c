@@ -21,6 +21,13 @@ static int stage_workspace(Job *j) {
                 return job_fail(j, log_error_errno(r, "Cannot stage the checkout %s: %m",
                                                    in->spec->checkout ?: "(none)"), "cannot stage the checkout");
         s->staged = true;
+        if (s->image.digest) {  /* an imported image, looked up and held at acceptance */
+                r = image_mount(&s->image, j->paths.run, &err);
+                if (r < 0)
+                        return job_fail(j, log_error_errno(r, "Cannot mount image %s: %s", s->image.digest,
+                                                           err ?: ""), "%s", err ?: "cannot mount the image");
+                return 0;
+        }
         if (s->image.rootfs)
                 return 0;       /* a directory image, found at acceptance */
         r = image_prepare(in->resolved->image, j->paths.images, j->paths.run, &s->image, &err);

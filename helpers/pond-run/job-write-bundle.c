@@ -26,6 +26,8 @@ static int build_config(const Job *j, json_object **ret) {
                 .hostname = IMAGE_HOSTNAME,
                 .netns = j->network.up ? j->network.net.netns_path : NULL,
                 .posture_env = j->network.env,
+                .image_env = s->image.env,
+                .image_workdir = s->image.workdir,
         };
         int r;
 

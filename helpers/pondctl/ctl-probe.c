@@ -1,11 +1,37 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* ctl-probe.c: `pondctl probe [--json]`: runs the host probe and prints what this host can really enforce
- * and the capabilities it would advertise (text, or the JSON document dispatch-check --worker reads). */
+ * and the capabilities it would advertise (text, or the JSON document dispatch-check --worker reads), and
+ * the imported images present, by digest. */
 #include <getopt.h>
+#include <sys/file.h>
 
 #include "ctl.h"
 #include "ctl-probe.h"
+#include "image-store.h"
 #include "probe.h"
+
+/* The imported images present here, by manifest digest with their names, so that a control plane can
+ * route a job that pins one (docs/images.md). An absent or unreadable store is no images. */
+static json_object *images_json(void) {
+        _cleanup_(image_store_close) ImageStore s = IMAGE_STORE_NULL;
+        json_object *a = json_object_new_array();
+        ImageRecord *l = NULL;
+        size_t n = 0;
+
+        if (!a || image_store_open_default(LOCK_SH | LOCK_NB, false, &s) < 0 || image_store_list(&s, &l, &n) < 0)
+                return a;
+        for (size_t i = 0; i < n; i++) {
+                json_object *o = json_object_new_object(), *names = json_object_new_array();
+
+                for (size_t k = 0; l[i].names && l[i].names[k]; k++)
+                        json_object_array_add(names, json_object_new_string(l[i].names[k]));
+                json_object_object_add(o, "digest", json_object_new_string(l[i].digest));
+                json_object_object_add(o, "names", names);
+                json_object_array_add(a, o);
+        }
+        image_records_free(l, n);
+        return a;
+}
 
 int ctl_verb_probe(int argc, char *argv[]) {
         static const struct option options[] = {
@@ -34,12 +60,22 @@ int ctl_verb_probe(int argc, char *argv[]) {
         if (r < 0)
                 return ctl_fail_errno(CTL_EXIT_ERROR, r, "Failed to probe the host: %m");
         if (!json) {
+                _cleanup_json_ json_object *images = images_json();
+
                 host_probe_print(p, stdout);
+                printf("images: %zu imported\n", json_object_array_length(images));
+                for (size_t i = 0; i < json_object_array_length(images); i++) {
+                        json_object *e = json_object_array_get_idx(images, i);
+                        printf("  %s %s\n", json_object_get_string(json_object_object_get(e, "digest")),
+                               json_object_to_json_string_ext(json_object_object_get(e, "names"),
+                                                              JSON_C_TO_STRING_PLAIN));
+                }
                 return CTL_EXIT_OK;
         }
         r = host_probe_to_json(p, &o);
         if (r < 0)
                 return ctl_fail_errno(CTL_EXIT_ERROR, r, "Failed to format the probe: %m");
+        json_object_object_add(o, "images", images_json());
         puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
         return CTL_EXIT_OK;
 }

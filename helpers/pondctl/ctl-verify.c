@@ -8,6 +8,7 @@
 
 #include "ctl.h"
 #include "fileio.h"
+#include "blob.h"
 #include "hash.h"
 #include "result.h"
 
@@ -98,14 +99,37 @@ int ctl_verb_result(int argc, char *argv[]) {
         return verify_and_print(dir, pk, id, NULL, json);
 }
 
+/* --image-digest: the signed result must name that imported image (result.json's image_digest). Verified
+ * here on its own so that nothing is printed as OK before the image is checked too. */
+static int check_image_digest(const char *dir, const uint8_t *pk, const char *job_id, const char *input_sha,
+                              const char *want) {
+        _cleanup_json_ json_object *result = NULL;
+        _cleanup_free_ char *err = NULL;
+        const char *got;
+        int r;
+
+        r = result_verify(dir, pk, job_id, input_sha, &result, &err);
+        if (r < 0) {
+                printf("FAILED: %s\n", err ?: strerror(-r));
+                return CTL_EXIT_ERROR;
+        }
+        got = json_object_get_string(json_object_object_get(result, "image_digest"));
+        if (!got || !streq(got, want)) {
+                printf("FAILED: the job ran on image %s, not %s\n", got ?: "(no imported image)", want);
+                return CTL_EXIT_ERROR;
+        }
+        return 0;
+}
+
 int ctl_verb_verify(int argc, char *argv[]) {
         static const struct option options[] = {
                 { "pubkey", required_argument, NULL, 'k' },
                 { "job-id", required_argument, NULL, 'i' },
                 { "input-sha", required_argument, NULL, 's' },
+                { "image-digest", required_argument, NULL, 'g' },
                 {}
         };
-        const char *pubkey = NULL, *job_id = NULL, *input_sha = NULL;
+        const char *pubkey = NULL, *job_id = NULL, *input_sha = NULL, *image_digest = NULL;
         uint8_t pk[KEY_SIGN_PUBLIC_SIZE];
         int c;
 
@@ -115,15 +139,20 @@ int ctl_verb_verify(int argc, char *argv[]) {
                 case 'k': pubkey = optarg; break;
                 case 'i': job_id = optarg; break;
                 case 's': input_sha = optarg; break;
+                case 'g': image_digest = optarg; break;
                 default: return CTL_EXIT_ERROR;
                 }
         if (!pubkey || optind != argc - 1)
                 return ctl_fail(CTL_EXIT_ERROR, "Usage: pondctl verify --pubkey FILE [--job-id ID] "
-                                "[--input-sha HEX] DIR");
+                                "[--input-sha HEX] [--image-digest sha256:HEX] DIR");
         if (input_sha && (strlen(input_sha) != SHA256_HEX_SIZE - 1 ||
                           strspn(input_sha, "0123456789abcdef") != SHA256_HEX_SIZE - 1))
                 return ctl_fail(CTL_EXIT_ERROR, "--input-sha: must be 64 lowercase hex digits.");
+        if (image_digest && !digest_is_valid(image_digest))
+                return ctl_fail(CTL_EXIT_ERROR, "--image-digest: must be \"sha256:\" and 64 lowercase hex digits.");
         if (ctl_load_public_key(pubkey, pk) < 0)
+                return CTL_EXIT_ERROR;
+        if (image_digest && check_image_digest(argv[optind], pk, job_id, input_sha, image_digest) != 0)
                 return CTL_EXIT_ERROR;
         return verify_and_print(argv[optind], pk, job_id, input_sha, false);
 }

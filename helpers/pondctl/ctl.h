@@ -169,6 +169,8 @@ int ctl_verb_result(int argc, char *argv[]);
 int ctl_verb_verify(int argc, char *argv[]);
 int ctl_verb_keygen(int argc, char *argv[]);
 int ctl_verb_hash_input(int argc, char *argv[]);
+/* ctl-image.c */
+int ctl_verb_image(int argc, char *argv[]);
 
 /* ctl-run.c: `pondctl run` options (parsed separately so that tests can check spec building). */
 typedef struct CtlRunArgs {

@@ -7,6 +7,7 @@
 
 #include "dispatch.h"
 #include "errmsg.h"
+#include "image-name.h"
 #include "json-util.h"
 #include "spec.h"
 
@@ -230,9 +231,31 @@ static bool capability_met(const char *required, json_object *caps) {
         return false;
 }
 
+/* An imported image the block names (a digest, or a repo:tag) must be one the worker's probe lists:
+ * "host" and bare directory-image names are on every worker that has them, the probe cannot tell. */
+static bool image_present(const char *image, json_object *images) {
+        bool digest = digest_is_valid(image);
+
+        if (!image || streq(image, "host") || (!digest && !strchr(image, ':')))
+                return true;
+        for (size_t i = 0; json_object_is_type(images, json_type_array) && i < json_object_array_length(images);
+             i++) {
+                json_object *e = json_object_array_get_idx(images, i), *names = json_get(e, "names");
+
+                if (digest && streq(json_get_str(e, "digest") ?: "", image))
+                        return true;
+                for (size_t k = 0; !digest && json_object_is_type(names, json_type_array) &&
+                                   k < json_object_array_length(names); k++)
+                        if (streq(json_object_get_string(json_object_array_get_idx(names, k)) ?: "", image))
+                                return true;
+        }
+        return false;
+}
+
 int dispatch_worker_eligible(const DispatchDecision *d, json_object *probe, char *const *worker_tags,
                              char **ret_reason) {
         json_object *caps = json_get(probe, "capabilities");
+        const char *image;
 
         if (!json_object_is_type(probe, json_type_object) || !json_object_is_type(caps, json_type_array) ||
             !json_object_is_type(json_get(probe, "probe_version"), json_type_int) ||
@@ -256,6 +279,12 @@ int dispatch_worker_eligible(const DispatchDecision *d, json_object *probe, char
                         error_set(ret_reason, -EINVAL, "worker lacks tag '%s' (it has: %s)", *t, has ?: "?");
                         return 0;
                 }
+        image = json_get_str(json_get(d->sandbox_block, "overrides"), "image");
+        if (!image_present(image, json_get(probe, "images"))) {
+                error_set(ret_reason, -EINVAL, "worker does not have image '%s' (pondctl probe lists the images "
+                          "present)", image);
+                return 0;
+        }
         return 1;
 }
 

@@ -31,6 +31,7 @@ static const Verb verbs[] = {
         { "verify",     ctl_verb_verify,     "--pubkey F [OPTIONS] DIR", "check a result directory" },
         { "keygen",     ctl_verb_keygen,     "[--dir DIR]",              "create keys for enrollment" },
         { "hash-input", ctl_verb_hash_input, "SPEC [--checkout DIR]",    "the input_sha a worker signs" },
+        { "image",      ctl_verb_image,      "import|list|inspect|rm|gc", "the image store (pondctl(1))" },
         { "probe",      ctl_verb_probe,      "[--json]",                 "what this host can enforce" },
         { "seal",       ctl_verb_seal,       "--to PUB --job-id ID [--in F]", "seal a secret (stdin) to a worker" },
         { "bundle",     ctl_verb_bundle,     "create|extract ...",       "encrypted source bundles" },

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
@@ -14,6 +15,7 @@
 #include "image.h"
 #include "macro.h"
 #include "oci.h"
+#include "strv.h"
 
 /* Every image must provide these, or the runtime would have to create them in a read-only root (home/job:
  * a confined job's home, HOME_DIR). */
@@ -137,6 +139,16 @@ static int copy_alternatives(int etcfd) {
         return 0;
 }
 
+int image_make_mount_points(int rootfd) {
+        for (size_t i = 0; i < ELEMENTSOF(mount_points); i++) {
+                /* runc gives a tmpfs root the mode of the directory it is mounted on, whatever mode= says */
+                int r = mkdir_mode_at(rootfd, mount_points[i], streq(mount_points[i], "tmp") ? 01777 : 0755);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 static int make_rootfs(int jobfd) {
         _cleanup_close_ int fd = -EBADF;
         int r;
@@ -147,12 +159,9 @@ static int make_rootfs(int jobfd) {
         fd = openat(jobfd, "rootfs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
-        for (size_t i = 0; i < ELEMENTSOF(mount_points); i++) {
-                /* runc gives a tmpfs root the mode of the directory it is mounted on, whatever mode= says */
-                r = mkdir_mode_at(fd, mount_points[i], streq(mount_points[i], "tmp") ? 01777 : 0755);
-                if (r < 0)
-                        return r;
-        }
+        r = image_make_mount_points(fd);
+        if (r < 0)
+                return r;
         for (size_t i = 0; i < ELEMENTSOF(usr_links); i++) {
                 char src[64], dst[64];
                 struct stat st;
@@ -167,7 +176,7 @@ static int make_rootfs(int jobfd) {
         return 0;
 }
 
-static int make_etc_files(int etcfd) {
+static int make_etc_files(int etcfd, bool host) {
         static const struct {
                 const char *name;
                 const char *text;
@@ -186,13 +195,15 @@ static int make_etc_files(int etcfd) {
                 if (r < 0)
                         return r;
         }
+        if (!host)
+                return 0;       /* an image's own os-release, mtab and loader cache stay its own */
         if (symlinkat("../usr/lib/os-release", etcfd, "os-release") < 0 ||
             symlinkat("../proc/self/mounts", etcfd, "mtab") < 0)
                 return -errno;
         return copy_optional("/etc/ld.so.cache", etcfd, "ld.so.cache");
 }
 
-static int make_etc_ssl(int etcfd) {
+static int make_etc_ssl(int etcfd, bool host) {
         _cleanup_close_ int sslfd = -EBADF, certsfd = -EBADF;
         int r;
 
@@ -208,8 +219,8 @@ static int make_etc_ssl(int etcfd) {
         certsfd = openat(sslfd, "certs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (certsfd < 0)
                 return -errno;
-        /* OpenSSL's default config: /usr/lib/ssl/openssl.cnf points here */
-        r = copy_optional("/etc/ssl/openssl.cnf", sslfd, "openssl.cnf");
+        /* OpenSSL's default config: /usr/lib/ssl/openssl.cnf points here (an image brings its own) */
+        r = host ? copy_optional("/etc/ssl/openssl.cnf", sslfd, "openssl.cnf") : 0;
         if (r < 0)
                 return r;
         return copy_optional(IMAGE_CA_BUNDLE, certsfd, "ca-certificates.crt");
@@ -225,13 +236,20 @@ static int make_etc(int jobfd) {
         fd = openat(jobfd, "etc", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
-        r = make_etc_files(fd);
+        r = make_etc_files(fd, true);
         if (r >= 0)
-                r = make_etc_ssl(fd);
+                r = make_etc_ssl(fd, true);
         if (r >= 0)
                 r = copy_alternatives(fd);
         return r;
 }
+
+int image_etc_populate(int etcfd) {
+        int r = make_etc_files(etcfd, false);
+        return r < 0 ? r : make_etc_ssl(etcfd, false);
+}
+
+
 
 static int prepare_host(const char *job_dir, ImageLayout *ret, char **ret_error) {
         ImageLayout l = {};
@@ -289,10 +307,16 @@ static int prepare_directory(const char *name, const char *images_dir, ImageLayo
 
 int image_prepare(const char *image_name, const char *images_dir, const char *job_dir, ImageLayout *ret,
                   char **ret_error) {
+        int r;
+
         if (!ret || !job_dir)
                 return -EINVAL;
         if (image_name && streq(image_name, IMAGE_HOST))
                 return prepare_host(job_dir, ret, ret_error);
+        /* An imported image first; a bare name that the store does not know may still be a directory. */
+        r = images_dir && image_name ? image_prepare_store(image_name, images_dir, ret, ret_error) : -ENOENT;
+        if (r != -ENOENT || !image_name || strchr(image_name, ':') || !image_name_valid(image_name))
+                return r;
         return prepare_directory(image_name, images_dir, ret, ret_error);
 }
 
@@ -302,6 +326,16 @@ void image_layout_done(ImageLayout *l) {
         free(l->rootfs);
         free(l->host_usr);
         free(l->etc);
+        free(l->digest);
+        free(l->name);
+        strv_free(l->names);
+        strv_free(l->env);
+        free(l->workdir);
+        strv_free(l->lowers);
+        if (l->use_fd) {
+                safe_close(*l->use_fd);  /* releases the use lock */
+                free(l->use_fd);
+        }
         *l = (ImageLayout) {};
 }
 
@@ -319,6 +353,18 @@ static int remove_below(int jobfd, const struct stat *job_st, const char *name) 
         return rm_rf_at(jobfd, name);
 }
 
+/* A store image's overlay (stacked if an earlier attempt mounted it twice): detached until nothing is
+ * left, so that remove_below() sees the plain directory or fails closed with -EBUSY. */
+static int unmount_rootfs(int jobfd) {
+        char path[64];
+
+        snprintf(path, sizeof path, "/proc/self/fd/%d/rootfs", jobfd);
+        for (unsigned i = 0; i < 16; i++)
+                if (umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
+                        return errno == EINVAL || errno == ENOENT || errno == EPERM ? 0 : -errno;
+        return -EBUSY;
+}
+
 int image_cleanup(const char *job_dir) {
         _cleanup_close_ int jobfd = -EBADF;
         struct stat st;
@@ -329,7 +375,12 @@ int image_cleanup(const char *job_dir) {
                 return errno == ENOENT ? 0 : -errno;
         if (fstat(jobfd, &st) < 0)
                 return -errno;
+        r = unmount_rootfs(jobfd);
+        if (r < 0)
+                return r;
         r = remove_below(jobfd, &st, "rootfs");
+        if (r >= 0)
+                r = remove_below(jobfd, &st, "image-top");
         if (r < 0)
                 return r;
         return remove_below(jobfd, &st, "etc");

@@ -11,18 +11,40 @@
 #define IMAGE_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
 
 typedef struct ImageLayout {
-        char *rootfs;   /* root.path */
+        char *rootfs;   /* root.path (a store image: NULL until image_mount()) */
         char *host_usr; /* "/usr" to bind read-only at /usr, or NULL (the image brings its own) */
         char *etc;      /* generated /etc to bind read-only, or NULL (the image brings its own) */
+        /* An imported image (image/image-store.h, docs/images.md); all NULL for host and directory images. */
+        char *digest;   /* its manifest digest: what the signed result names */
+        char *name;     /* the name the spec used, or NULL when it named the digest */
+        char **names;   /* every name it has on this worker */
+        char **env;     /* the image config's Env and WorkingDir (oci.c decides what applies) */
+        char *workdir;
+        char **lowers;  /* its unpacked layers, top first */
+        int *use_fd;    /* the shared use lock that keeps rm and gc off it, held until image_layout_done() */
 } ImageLayout;
 
-/* "host": creates job_dir/rootfs and job_dir/etc afresh (job_dir must exist). Any other name must match
- * [a-z0-9][a-z0-9_.-]{0,63} and be a directory images_dir/NAME with usr/ and the mount points; nothing is
- * downloaded. -EINVAL (bad name), -ENOENT (missing image or mount point) with *ret_error saying which. */
+/* "host": creates job_dir/rootfs and job_dir/etc afresh (job_dir must exist). A name (repo[:tag]) or a
+ * sha256 digest of an imported image: looked up in the store at images_dir and held (nothing is mounted
+ * yet: image_mount()). Any other name must match [a-z0-9][a-z0-9_.-]{0,63} and be a directory
+ * images_dir/NAME with usr/ and the mount points; nothing is downloaded. -EINVAL (bad name), -ENOENT
+ * (missing image or mount point) with *ret_error saying which. */
 int image_prepare(const char *image_name, const char *images_dir, const char *job_dir, ImageLayout *ret,
                   char **ret_error);
 void image_layout_done(ImageLayout *l);
 
-/* Removes job_dir/rootfs and job_dir/etc if present: never follows symlinks, never descends into another
- * mount (-EBUSY then). Idempotent. */
+/* image/image-job.c: the store part of image_prepare(), and the job's root for it: job_dir/image-top
+ * (pond's mount points and /etc files, the top lower) over the image's layers, mounted read-only as an
+ * overlay at job_dir/rootfs (one mount whatever the image's size). Sets l->rootfs. */
+int image_prepare_store(const char *ref, const char *images_dir, ImageLayout *ret, char **ret_error);
+int image_mount(ImageLayout *l, const char *job_dir, char **ret_error);
+
+/* For image-job.c: the directories every root needs, and pond's own /etc files (no host files but the CA
+ * bundle). */
+int image_make_mount_points(int rootfd);
+int image_etc_populate(int etcfd);
+
+/* Unmounts job_dir/rootfs if it is a mount (a store image's overlay), then removes job_dir/rootfs,
+ * job_dir/etc and job_dir/image-top if present: never follows symlinks, never descends into another mount
+ * (-EBUSY then). Idempotent. */
 int image_cleanup(const char *job_dir);

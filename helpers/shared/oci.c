@@ -108,6 +108,23 @@ static int env_set(char **env, size_t *n, const char *entry) {
  * and logs and is pond's to say: a spec value for it is dropped. HOME is the confined job's private home;
  * profile none keeps /tmp. */
 int oci_job_environment(const ResolvedPolicy *r, const JobSpec *spec, char *const *posture_env, char ***ret) {
+        return oci_job_environment_image(r, spec, NULL, posture_env, ret);
+}
+
+/* What an image's Env may not set: pond's own variables (docs/images.md). */
+static bool env_is_pond_s(const char *entry) {
+        static const char *const keys[] = { "HOME", "USER", "TMPDIR", "POND_JOB_ID" };
+
+        for (size_t i = 0; i < ELEMENTSOF(keys); i++)
+                if (env_key_is(entry, keys[i]))
+                        return true;
+        return false;
+}
+
+/* The image's Env comes after the base (its PATH and LANG know where its tools are) and before the
+ * spec's and the posture's, which win. */
+int oci_job_environment_image(const ResolvedPolicy *r, const JobSpec *spec, char *const *image_env,
+                              char *const *posture_env, char ***ret) {
         const char *const base[] = {
                 "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
                 r && r->confined ? "HOME=" HOME_DIR : "HOME=/tmp",
@@ -120,11 +137,19 @@ int oci_job_environment(const ResolvedPolicy *r, const JobSpec *spec, char *cons
 
         if (!r || !spec || !spec->job_id || !ret)
                 return -EINVAL;
-        env = calloc(ELEMENTSOF(base) + 1 + strv_length(spec->env) + strv_length(posture_env) + 1, sizeof(char *));
+        env = calloc(ELEMENTSOF(base) + 1 + strv_length(image_env) + strv_length(spec->env) +
+                     strv_length(posture_env) + 1, sizeof(char *));
         if (!env || asprintf(&id, "POND_JOB_ID=%s", spec->job_id) < 0)
                 return -ENOMEM;
         for (size_t i = 0; i < ELEMENTSOF(base); i++) {
                 k = env_set(env, &n, base[i]);
+                if (k < 0)
+                        return k;
+        }
+        for (size_t i = 0; image_env && image_env[i]; i++) {
+                if (env_is_pond_s(image_env[i]))
+                        continue;
+                k = env_set(env, &n, image_env[i]);
                 if (k < 0)
                         return k;
         }
@@ -191,7 +216,7 @@ static int build_process(const ResolvedPolicy *r, const JobSpec *spec, const Oci
         json_object *rl;
         int k;
 
-        k = oci_job_environment(r, spec, paths->posture_env, &env);
+        k = oci_job_environment_image(r, spec, paths->image_env, paths->posture_env, &env);
         if (k < 0)
                 return k;
         rl = json_object_new_array();
@@ -204,7 +229,7 @@ static int build_process(const ResolvedPolicy *r, const JobSpec *spec, const Oci
         if (add(p, "terminal", json_object_new_boolean(false)) < 0 || add(p, "user", build_user()) < 0 ||
             add(p, "args", strv_to_json((const char *const *) spec->command)) < 0 ||
             add(p, "env", strv_to_json((const char *const *) env)) < 0 ||
-            add(p, "cwd", json_object_new_string(paths->workspace ? "/workspace" : "/")) < 0 ||
+            add(p, "cwd", json_object_new_string(paths->workspace ? "/workspace" : paths->image_workdir ?: "/")) < 0 ||
             add(p, "capabilities", build_capabilities()) < 0 ||
             add(p, "noNewPrivileges", json_object_new_boolean(true)) < 0 ||
             add(p, "oomScoreAdj", json_object_new_int(OOM_SCORE_ADJ)) < 0)

@@ -22,6 +22,8 @@ typedef struct OciPaths {
         const char *cgroups_path;  /* cgroupsPath: below the job's scope (absolute: see docs/architecture.md) */
         const char *hostname;
         char *const *posture_env;  /* set after the spec's env (proxy, CA bundle), or NULL */
+        char *const *image_env;    /* an imported image's config Env (before the spec's), or NULL */
+        const char *image_workdir; /* its WorkingDir: the cwd when there is no workspace, or NULL */
 } OciPaths;
 
 /* Builds config.json. seccomp is policy's linux.seccomp object (copied in for confined profiles). */
@@ -30,3 +32,6 @@ int oci_config_build(const ResolvedPolicy *r, const JobSpec *spec, json_object *
 
 /* The job's environment, built from scratch: a fixed base plus the spec's env. NULL-terminated. */
 int oci_job_environment(const ResolvedPolicy *r, const JobSpec *spec, char *const *posture_env, char ***ret);
+/* The same with an image's Env after the base (HOME, USER, TMPDIR and POND_JOB_ID from it are dropped). */
+int oci_job_environment_image(const ResolvedPolicy *r, const JobSpec *spec, char *const *image_env,
+                              char *const *posture_env, char ***ret);

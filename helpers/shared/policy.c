@@ -7,11 +7,13 @@
 #include "errmsg.h"
 #include "json-util.h"
 #include "fileio.h"
+#include "image-name.h"
 #include "json-strict.h"
 #include "log.h"
 #include "policy.h"
 #include "runtime.h"
 #include "seccomp-check.h"
+#include "strv.h"
 
 static const char *const fs_posture_table[_FS_POSTURE_MAX] = {
         [FS_HOST] = "host",
@@ -143,12 +145,9 @@ static int knob_check(json_object *knobs, const char *name, json_object *value, 
         return 0;
 }
 
-static bool image_name_is_valid(const char *s) {
-        size_t n = s ? strlen(s) : 0;
-
-        if (n == 0 || n > 64 || !strchr("abcdefghijklmnopqrstuvwxyz0123456789", s[0]))
-                return false;
-        return strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_.-") == n;
+/* "host", a directory image's name, an imported image's repo:tag or sha256 digest (image-store.h). */
+static bool image_knob_is_valid(const char *s) {
+        return image_ref_is_valid(s) && strlen(s) <= IMAGE_REF_MAX;
 }
 
 /* Applies one knob value (a profile default or an override) to the resolved policy. */
@@ -164,9 +163,9 @@ static int knob_apply(json_object *knobs, ResolvedPolicy *r, const char *name, j
         if (streq(name, "image")) {
                 const char *s = json_object_is_type(value, json_type_string) ? json_object_get_string(value)
                                                                              : NULL;
-                if (!image_name_is_valid(s))
-                        return fail(ret_error, "sandbox.overrides.image: must be an image name "
-                                    "[a-z0-9][a-z0-9_.-]{0,63}");
+                if (!image_knob_is_valid(s))
+                        return fail(ret_error, "sandbox.overrides.image: must be \"host\", an image name "
+                                    "(repo[:tag], [a-z0-9][a-z0-9._/-]*) or \"sha256:\" and 64 hex digits");
                 free(r->image);
                 r->image = strdup(s);
                 return r->image ? 0 : -ENOMEM;
@@ -199,6 +198,30 @@ static int pick(json_object *allowed, const char *requested, const char *fallbac
                             known ?: "?");
         *ret = strdup(v);
         return *ret ? 0 : -ENOMEM;
+}
+
+/* The profile's "images" (names, digests or "*") plus its own default image, which is always allowed. */
+static int images_allowed(json_object *prof, ResolvedPolicy *r) {
+        json_object *a = json_get(prof, "images");
+
+        for (size_t i = 0; json_object_is_type(a, json_type_array) && i < json_object_array_length(a); i++)
+                if (strv_push(&r->images_allowed,
+                              strdup(json_object_get_string(json_object_array_get_idx(a, i)) ?: "")) < 0)
+                        return -ENOMEM;
+        return strv_push(&r->images_allowed, strdup(r->image));
+}
+
+bool policy_image_allowed(const ResolvedPolicy *r, const char *digest, char *const *names) {
+        for (size_t i = 0; r && r->images_allowed && r->images_allowed[i]; i++) {
+                const char *a = r->images_allowed[i];
+
+                if (streq(a, "*") || (digest && streq(a, digest)))
+                        return true;
+                for (size_t k = 0; names && names[k]; k++)
+                        if (streq(a, names[k]))
+                                return true;
+        }
+        return false;
 }
 
 int policy_resolve(const Policy *p, const SandboxBlock *block, ResolvedPolicy **ret, char **ret_error) {
@@ -250,6 +273,9 @@ int policy_resolve(const Policy *p, const SandboxBlock *block, ResolvedPolicy **
                 if (k < 0)
                         return k;
         }
+        k = images_allowed(prof, r);
+        if (k < 0)
+                return k;
         if (block->overrides) {
                 if (!json_object_is_type(block->overrides, json_type_object))
                         return fail(ret_error, "sandbox.overrides: must be an object");
@@ -270,6 +296,7 @@ ResolvedPolicy *resolved_policy_free(ResolvedPolicy *r) {
         free(r->backend);
         free(r->tier);
         free(r->image);
+        strv_free(r->images_allowed);
         free(r);
         return NULL;
 }
@@ -286,6 +313,22 @@ static bool requires_is_valid(json_object *req) {
 
                 if (!json_object_is_type(e, json_type_string) || n == 0 || n > 64 ||
                     strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789._=-") != n || strncmp(s, "sandbox.", 8) == 0)
+                        return false;
+        }
+        return true;
+}
+
+/* "images" is optional: without it a profile allows only its default image. */
+static bool images_is_valid(json_object *a) {
+        if (!a)
+                return true;
+        if (!json_object_is_type(a, json_type_array) || json_object_array_length(a) > 256)
+                return false;
+        for (size_t i = 0; i < json_object_array_length(a); i++) {
+                json_object *e = json_object_array_get_idx(a, i);
+                const char *s = json_object_get_string(e);
+
+                if (!json_object_is_type(e, json_type_string) || !(streq(s, "*") || image_knob_is_valid(s)))
                         return false;
         }
         return true;
@@ -329,6 +372,9 @@ static int policy_validate(const Policy *p, char **ret_error) {
                     resource_view_mode_from_string(json_object_get_string(json_get(prof, "resource_view"))) < 0)
                         return fail(ret_error, "policy: profile %s: resource_view must be \"required\" or "
                                     "\"best-effort\"", name);
+                if (!images_is_valid(json_get(prof, "images")))
+                        return fail(ret_error, "policy: profile %s: images must be an array of at most 256 "
+                                    "image names, sha256 digests or \"*\"", name);
                 if (!requires_is_valid(json_get(prof, "requires")))
                         return fail(ret_error, "policy: profile %s: requires must be an array of at most 32 "
                                     "capability names [a-z0-9._=-] other than sandbox.*", name);

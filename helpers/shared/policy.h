@@ -51,6 +51,7 @@ typedef struct ResolvedPolicy {
         uint64_t tmpfs_bytes;
         uint64_t home_bytes;  /* the confined job's private $HOME (a tmpfs); profile none has none */
         char *image;
+        char **images_allowed; /* the profile's "images" plus its default image: names, digests or "*" */
         uint64_t nofile;      /* rlimits, fixed by the profile */
         uint64_t nproc;
         ResourceViewMode resource_view; /* when the job's view of its resources cannot be had */
@@ -65,6 +66,9 @@ static inline void policy_freep(Policy **p) {
 /* Fails closed: -EINVAL (refusal) with *ret_error saying what and why. */
 int policy_resolve(const Policy *p, const SandboxBlock *block, ResolvedPolicy **ret, char **ret_error);
 ResolvedPolicy *resolved_policy_free(ResolvedPolicy *r);
+/* Whether the profile allows the image: "*", its digest or one of its names (or, for host and directory
+ * images, digest NULL and names their one name) is listed. */
+bool policy_image_allowed(const ResolvedPolicy *r, const char *digest, char *const *names);
 static inline void resolved_policy_freep(ResolvedPolicy **r) {
         resolved_policy_free(*r);
 }

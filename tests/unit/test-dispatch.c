@@ -274,6 +274,29 @@ TEST(leveled_capabilities) {
         ASSERT_EQ(0, dispatch_worker_eligible(&d, probe, NULL, NULL));
 }
 
+/* A job that pins an imported image goes only to a worker whose probe lists it. */
+TEST(image_must_be_present) {
+        _cleanup_json_ json_object *block = parse("{\"overrides\":{\"image\":\"sha256:0123456789abcdef0123456789"
+                                                  "abcdef0123456789abcdef0123456789abcdef\"}}");
+        _cleanup_json_ json_object *by_name = parse("{\"overrides\":{\"image\":\"tools/agent:1\"}}");
+        _cleanup_json_ json_object *host = parse("{\"overrides\":{\"image\":\"host\"}}");
+        _cleanup_json_ json_object *with = parse("{\"probe_version\":1,\"capabilities\":[],\"images\":[{\"digest\":"
+                                                 "\"sha256:0123456789abcdef0123456789abcdef0123456789abcdef01234567"
+                                                 "89abcdef\",\"names\":[\"tools/agent:1\"]}]}");
+        _cleanup_json_ json_object *without = parse("{\"probe_version\":1,\"capabilities\":[]}");
+        _cleanup_free_ char *why = NULL;
+        DispatchDecision d = { .sandbox_block = block };
+
+        ASSERT_EQ(1, dispatch_worker_eligible(&d, with, NULL, NULL));
+        ASSERT_EQ(0, dispatch_worker_eligible(&d, without, NULL, &why));
+        ASSERT_CONTAINS("does not have image", why);
+        d.sandbox_block = by_name;
+        ASSERT_EQ(1, dispatch_worker_eligible(&d, with, NULL, NULL));
+        ASSERT_EQ(0, dispatch_worker_eligible(&d, without, NULL, NULL));
+        d.sandbox_block = host;
+        ASSERT_EQ(1, dispatch_worker_eligible(&d, without, NULL, NULL));
+}
+
 TEST(malformed_probe_refused) {
         static const char *const bad[] = {
                 "{}", "[]", "{\"probe_version\":1}", "{\"probe_version\":2,\"capabilities\":[]}",
