@@ -99,6 +99,16 @@ int json_check_object(json_object *v, const char *field, char **ret_error) {
         return 0;
 }
 
+int json_add(json_object *o, const char *key, json_object *v) {
+        if (!v)
+                return -ENOMEM;
+        if (json_object_object_add(o, key, v) < 0) {
+                json_object_put(v);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
 int json_refuse_unknown_key(const char *key, const char *where, char **ret_error) {
         _cleanup_free_ char *p = json_printable(key);
 

@@ -38,6 +38,10 @@ int json_check_bool(json_object *v, const char *field, bool *ret, char **ret_err
 int json_check_array(json_object *v, const char *field, size_t min, size_t max, char **ret_error);
 int json_check_object(json_object *v, const char *field, char **ret_error);
 
+/* Adds v to o as key, taking v in every case (put on failure); a NULL v is the failed allocation of the
+ * caller's json_object_new_*() and gives -ENOMEM, so builders can nest the constructors. */
+int json_add(json_object *o, const char *key, json_object *v);
+
 /* "unknown key 'KEY' in WHERE" ("at top level" when where is NULL); the key made printable. */
 int json_refuse_unknown_key(const char *key, const char *where, char **ret_error);
 /* Refuses the first member of o whose name is not in known (NULL-terminated). */

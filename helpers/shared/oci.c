@@ -7,6 +7,7 @@
 
 #include "home.h"
 #include "image.h"
+#include "json-util.h"
 #include "log.h"
 #include "macro.h"
 #include "oci.h"
@@ -42,16 +43,6 @@ static const struct {
         { 1, 3 }, { 1, 5 }, { 1, 7 }, { 1, 8 }, { 1, 9 }, /* null zero full random urandom */
         { 5, 0 }, { 5, 2 }, { 136, -1 },                  /* tty ptmx pts/N */
 };
-
-static int add(json_object *o, const char *key, json_object *v) {
-        if (!v)
-                return -ENOMEM;
-        if (json_object_object_add(o, key, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
-        }
-        return 0;
-}
 
 static int push(json_object *a, json_object *v) {
         if (!v)
@@ -180,7 +171,7 @@ static json_object *build_capabilities(void) {
         json_object *o = json_object_new_object();
 
         for (size_t i = 0; o && i < ELEMENTSOF(sets); i++)
-                if (add(o, sets[i], json_object_new_array()) < 0) {
+                if (json_add(o, sets[i], json_object_new_array()) < 0) {
                         json_object_put(o);
                         return NULL;
                 }
@@ -190,8 +181,8 @@ static json_object *build_capabilities(void) {
 static int push_rlimit(json_object *a, const char *type, uint64_t v) {
         json_object *o = json_object_new_object();
 
-        if (!o || add(o, "type", json_object_new_string(type)) < 0 || add(o, "hard", u64(v)) < 0 ||
-            add(o, "soft", u64(v)) < 0) {
+        if (!o || json_add(o, "type", json_object_new_string(type)) < 0 || json_add(o, "hard", u64(v)) < 0 ||
+            json_add(o, "soft", u64(v)) < 0) {
                 json_object_put(o);
                 return -ENOMEM;
         }
@@ -201,9 +192,9 @@ static int push_rlimit(json_object *a, const char *type, uint64_t v) {
 static json_object *build_user(void) {
         json_object *o = json_object_new_object();
 
-        if (!o || add(o, "uid", json_object_new_int(JOB_UID)) < 0 ||
-            add(o, "gid", json_object_new_int(JOB_GID)) < 0 ||
-            add(o, "additionalGids", json_object_new_array()) < 0) {
+        if (!o || json_add(o, "uid", json_object_new_int(JOB_UID)) < 0 ||
+            json_add(o, "gid", json_object_new_int(JOB_GID)) < 0 ||
+            json_add(o, "additionalGids", json_object_new_array()) < 0) {
                 json_object_put(o);
                 return NULL;
         }
@@ -220,19 +211,20 @@ static int build_process(const ResolvedPolicy *r, const JobSpec *spec, const Oci
         if (k < 0)
                 return k;
         rl = json_object_new_array();
-        if (add(p, "rlimits", rl) < 0)
+        if (json_add(p, "rlimits", rl) < 0)
                 return -ENOMEM;
         if (push_rlimit(rl, "RLIMIT_NOFILE", r->nofile) < 0 ||
             push_rlimit(rl, "RLIMIT_NPROC", r->nproc) < 0 ||
             push_rlimit(rl, "RLIMIT_CORE", 0) < 0)
                 return -ENOMEM;
-        if (add(p, "terminal", json_object_new_boolean(false)) < 0 || add(p, "user", build_user()) < 0 ||
-            add(p, "args", strv_to_json((const char *const *) spec->command)) < 0 ||
-            add(p, "env", strv_to_json((const char *const *) env)) < 0 ||
-            add(p, "cwd", json_object_new_string(paths->workspace ? "/workspace" : paths->image_workdir ?: "/")) < 0 ||
-            add(p, "capabilities", build_capabilities()) < 0 ||
-            add(p, "noNewPrivileges", json_object_new_boolean(true)) < 0 ||
-            add(p, "oomScoreAdj", json_object_new_int(OOM_SCORE_ADJ)) < 0)
+        if (json_add(p, "terminal", json_object_new_boolean(false)) < 0 || json_add(p, "user", build_user()) < 0 ||
+            json_add(p, "args", strv_to_json((const char *const *) spec->command)) < 0 ||
+            json_add(p, "env", strv_to_json((const char *const *) env)) < 0 ||
+            json_add(p, "cwd",
+                     json_object_new_string(paths->workspace ? "/workspace" : paths->image_workdir ?: "/")) < 0 ||
+            json_add(p, "capabilities", build_capabilities()) < 0 ||
+            json_add(p, "noNewPrivileges", json_object_new_boolean(true)) < 0 ||
+            json_add(p, "oomScoreAdj", json_object_new_int(OOM_SCORE_ADJ)) < 0)
                 return -ENOMEM;
         return 0;
 }
@@ -243,10 +235,10 @@ static int push_mount(json_object *mounts, const char *dest, const char *type, c
                       const char *const *options) {
         json_object *m = json_object_new_object();
 
-        if (!m || add(m, "destination", json_object_new_string(dest)) < 0 ||
-            add(m, "type", json_object_new_string(type)) < 0 ||
-            add(m, "source", json_object_new_string(source)) < 0 ||
-            add(m, "options", strv_to_json(options)) < 0) {
+        if (!m || json_add(m, "destination", json_object_new_string(dest)) < 0 ||
+            json_add(m, "type", json_object_new_string(type)) < 0 ||
+            json_add(m, "source", json_object_new_string(source)) < 0 ||
+            json_add(m, "options", strv_to_json(options)) < 0) {
                 json_object_put(m);
                 return -ENOMEM;
         }
@@ -308,8 +300,8 @@ static json_object *build_namespaces(const ResolvedPolicy *r, const OciPaths *pa
                 if (net && r->net == NET_OPEN)
                         continue;
                 ns = json_object_new_object();
-                if (!ns || add(ns, "type", json_object_new_string(types[i])) < 0 ||
-                    (net && paths->netns && add(ns, "path", json_object_new_string(paths->netns)) < 0) ||
+                if (!ns || json_add(ns, "type", json_object_new_string(types[i])) < 0 ||
+                    (net && paths->netns && json_add(ns, "path", json_object_new_string(paths->netns)) < 0) ||
                     push(a, ns) < 0) {
                         json_object_put(ns);
                         json_object_put(a);
@@ -322,17 +314,17 @@ static json_object *build_namespaces(const ResolvedPolicy *r, const OciPaths *pa
 static json_object *build_devices_cgroup(void) {
         json_object *a = json_object_new_array(), *d = json_object_new_object();
 
-        if (!a || !d || add(d, "allow", json_object_new_boolean(false)) < 0 ||
-            add(d, "access", json_object_new_string("rwm")) < 0 || push(a, TAKE_PTR(d)) < 0)
+        if (!a || !d || json_add(d, "allow", json_object_new_boolean(false)) < 0 ||
+            json_add(d, "access", json_object_new_string("rwm")) < 0 || push(a, TAKE_PTR(d)) < 0)
                 goto fail;
         for (size_t i = 0; i < ELEMENTSOF(allowed_devices); i++) {
                 d = json_object_new_object();
-                if (!d || add(d, "allow", json_object_new_boolean(true)) < 0 ||
-                    add(d, "type", json_object_new_string("c")) < 0 ||
-                    add(d, "major", json_object_new_int((int) allowed_devices[i].major)) < 0 ||
+                if (!d || json_add(d, "allow", json_object_new_boolean(true)) < 0 ||
+                    json_add(d, "type", json_object_new_string("c")) < 0 ||
+                    json_add(d, "major", json_object_new_int((int) allowed_devices[i].major)) < 0 ||
                     (allowed_devices[i].minor >= 0 &&
-                     add(d, "minor", json_object_new_int(allowed_devices[i].minor)) < 0) ||
-                    add(d, "access", json_object_new_string("rwm")) < 0 || push(a, TAKE_PTR(d)) < 0)
+                     json_add(d, "minor", json_object_new_int(allowed_devices[i].minor)) < 0) ||
+                    json_add(d, "access", json_object_new_string("rwm")) < 0 || push(a, TAKE_PTR(d)) < 0)
                         goto fail;
         }
         return a;
@@ -347,11 +339,11 @@ static json_object *build_resources(const ResolvedPolicy *r) {
                     *cpu = json_object_new_object(), *pids = json_object_new_object();
 
         /* swap == limit: memory+swap may not exceed memory, i.e. no swap on top */
-        if (!o || !mem || !cpu || !pids || add(mem, "limit", u64(r->memory_bytes)) < 0 ||
-            add(mem, "swap", u64(r->memory_bytes)) < 0 || add(cpu, "quota", u64(r->cpus_milli * 100)) < 0 ||
-            add(cpu, "period", u64(CPU_PERIOD_US)) < 0 || add(pids, "limit", u64(r->pids_limit)) < 0 ||
-            add(o, "memory", TAKE_PTR(mem)) < 0 || add(o, "cpu", TAKE_PTR(cpu)) < 0 ||
-            add(o, "pids", TAKE_PTR(pids)) < 0 || add(o, "devices", build_devices_cgroup()) < 0) {
+        if (!o || !mem || !cpu || !pids || json_add(mem, "limit", u64(r->memory_bytes)) < 0 ||
+            json_add(mem, "swap", u64(r->memory_bytes)) < 0 || json_add(cpu, "quota", u64(r->cpus_milli * 100)) < 0 ||
+            json_add(cpu, "period", u64(CPU_PERIOD_US)) < 0 || json_add(pids, "limit", u64(r->pids_limit)) < 0 ||
+            json_add(o, "memory", TAKE_PTR(mem)) < 0 || json_add(o, "cpu", TAKE_PTR(cpu)) < 0 ||
+            json_add(o, "pids", TAKE_PTR(pids)) < 0 || json_add(o, "devices", build_devices_cgroup()) < 0) {
                 json_object_put(mem);
                 json_object_put(cpu);
                 json_object_put(pids);
@@ -362,13 +354,13 @@ static json_object *build_resources(const ResolvedPolicy *r) {
 }
 
 static int build_linux(const ResolvedPolicy *r, json_object *seccomp, const OciPaths *paths, json_object *l) {
-        if (add(l, "namespaces", build_namespaces(r, paths)) < 0 ||
-            add(l, "resources", build_resources(r)) < 0 ||
-            add(l, "cgroupsPath", json_object_new_string(paths->cgroups_path)) < 0 ||
-            add(l, "maskedPaths", strv_to_json(masked_paths)) < 0 ||
-            add(l, "readonlyPaths", strv_to_json(readonly_paths)) < 0 ||
+        if (json_add(l, "namespaces", build_namespaces(r, paths)) < 0 ||
+            json_add(l, "resources", build_resources(r)) < 0 ||
+            json_add(l, "cgroupsPath", json_object_new_string(paths->cgroups_path)) < 0 ||
+            json_add(l, "maskedPaths", strv_to_json(masked_paths)) < 0 ||
+            json_add(l, "readonlyPaths", strv_to_json(readonly_paths)) < 0 ||
             /* runc creates null, zero, full, tty, random, urandom (and ptmx) itself */
-            add(l, "devices", json_object_new_array()) < 0)
+            json_add(l, "devices", json_object_new_array()) < 0)
                 return -ENOMEM;
         if (r->confined) {
                 const char *native = seccomp_native_arch_name();
@@ -377,14 +369,14 @@ static int build_linux(const ResolvedPolicy *r, json_object *seccomp, const OciP
                         return -EOPNOTSUPP;
                 if (json_object_deep_copy(seccomp, &copy, NULL) < 0)
                         return -ENOMEM;
-                if (add(l, "seccomp", copy) < 0)
+                if (json_add(l, "seccomp", copy) < 0)
                         return -ENOMEM;
                 /* Only the native ABI: every listed architecture multiplies the filter the runtime compiles
                  * (about 40 ms per job for five), and a job has no business with another ABI: its syscalls
                  * hit the bad-architecture action and kill the caller (fail closed). */
                 arches = json_object_new_array();
                 if (!arches || json_object_array_add(arches, json_object_new_string(native)) < 0 ||
-                    add(copy, "architectures", arches) < 0)
+                    json_add(copy, "architectures", arches) < 0)
                         return -ENOMEM;
         }
         return 0;
@@ -425,16 +417,16 @@ int oci_config_build(const ResolvedPolicy *r, const JobSpec *spec, json_object *
         c = json_object_new_object();
         if (!c)
                 return -ENOMEM;
-        /* in order: add() owns what it is given, so a failure leaks nothing and creates nothing more */
-        if (add(c, "process", process = json_object_new_object()) < 0 ||
-            add(c, "root", root = json_object_new_object()) < 0 ||
-            add(c, "mounts", mounts = json_object_new_array()) < 0 ||
-            add(c, "linux", linux_ = json_object_new_object()) < 0)
+        /* in order: json_add() owns what it is given, so a failure leaks nothing and creates nothing more */
+        if (json_add(c, "process", process = json_object_new_object()) < 0 ||
+            json_add(c, "root", root = json_object_new_object()) < 0 ||
+            json_add(c, "mounts", mounts = json_object_new_array()) < 0 ||
+            json_add(c, "linux", linux_ = json_object_new_object()) < 0)
                 return -ENOMEM;
-        if (add(c, "ociVersion", json_object_new_string(OCI_VERSION)) < 0 ||
-            add(c, "hostname", json_object_new_string(paths->hostname ?: IMAGE_HOSTNAME)) < 0 ||
-            add(root, "path", json_object_new_string(paths->rootfs)) < 0 ||
-            add(root, "readonly", json_object_new_boolean(true)) < 0)
+        if (json_add(c, "ociVersion", json_object_new_string(OCI_VERSION)) < 0 ||
+            json_add(c, "hostname", json_object_new_string(paths->hostname ?: IMAGE_HOSTNAME)) < 0 ||
+            json_add(root, "path", json_object_new_string(paths->rootfs)) < 0 ||
+            json_add(root, "readonly", json_object_new_boolean(true)) < 0)
                 return -ENOMEM;
         k = build_process(r, spec, paths, process);
         if (k >= 0)

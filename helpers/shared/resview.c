@@ -168,16 +168,6 @@ int resource_view_lost(ResourceView *v, unsigned host_cpus, uint64_t host_memory
         return 0;
 }
 
-static int add(json_object *o, const char *key, json_object *v) {
-        if (!v)
-                return -ENOMEM;
-        if (json_object_object_add(o, key, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
 static json_object *str_or_null(const char *s) {
         return s ? json_object_new_string(s) : NULL;
 }
@@ -187,18 +177,18 @@ json_object *resource_view_to_json(const ResourceView *v, uint64_t cpus_milli, u
         _cleanup_json_ json_object *o = json_object_new_object();
         json_object *given = json_object_new_object(), *seen = json_object_new_object();
 
-        if (!o || add(o, "given", given) < 0 || add(o, "seen", seen) < 0)
+        if (!o || json_add(o, "given", given) < 0 || json_add(o, "seen", seen) < 0)
                 return NULL;
-        if (add(given, "cpus", json_object_new_double((double) cpus_milli / 1000.0)) < 0 ||
-            add(given, "cpus_ceil", json_object_new_uint64(v->cpus_given)) < 0 ||
-            add(given, "memory_bytes", json_object_new_uint64(memory_given)) < 0 ||
-            add(given, "pids_limit", json_object_new_uint64(pids_given)) < 0 ||
-            add(seen, "cpus_affinity", json_object_new_uint64(v->cpus_affinity)) < 0 ||
-            add(seen, "cpus_proc", json_object_new_uint64(v->cpus_proc)) < 0 ||
-            add(seen, "memory_bytes", json_object_new_uint64(v->memory_seen)) < 0 ||
-            add(seen, "cpus_source", json_object_new_string(view_source_to_string(v->cpus_source))) < 0 ||
-            add(seen, "memory_source", json_object_new_string(view_source_to_string(v->memory_source))) < 0 ||
-            add(o, "view", json_object_new_string(resource_view_mode_to_string(v->mode))) < 0)
+        if (json_add(given, "cpus", json_object_new_double((double) cpus_milli / 1000.0)) < 0 ||
+            json_add(given, "cpus_ceil", json_object_new_uint64(v->cpus_given)) < 0 ||
+            json_add(given, "memory_bytes", json_object_new_uint64(memory_given)) < 0 ||
+            json_add(given, "pids_limit", json_object_new_uint64(pids_given)) < 0 ||
+            json_add(seen, "cpus_affinity", json_object_new_uint64(v->cpus_affinity)) < 0 ||
+            json_add(seen, "cpus_proc", json_object_new_uint64(v->cpus_proc)) < 0 ||
+            json_add(seen, "memory_bytes", json_object_new_uint64(v->memory_seen)) < 0 ||
+            json_add(seen, "cpus_source", json_object_new_string(view_source_to_string(v->cpus_source))) < 0 ||
+            json_add(seen, "memory_source", json_object_new_string(view_source_to_string(v->memory_source))) < 0 ||
+            json_add(o, "view", json_object_new_string(resource_view_mode_to_string(v->mode))) < 0)
                 return NULL;
         /* null members: present and null, as elsewhere in the result */
         json_object_object_add(given, "cpuset", str_or_null(v->cpuset));
@@ -218,9 +208,10 @@ static int push_bind(json_object *mounts, const char *src, const char *file) {
         }
         for (size_t i = 0; i < ELEMENTSOF(options); i++)
                 json_object_array_add(opts, json_object_new_string(options[i]));
-        if (add(m, "destination", json_object_new_string(dst)) < 0 ||
-            add(m, "type", json_object_new_string("bind")) < 0 || add(m, "source", json_object_new_string(src)) < 0 ||
-            add(m, "options", opts) < 0) {
+        if (json_add(m, "destination", json_object_new_string(dst)) < 0 ||
+            json_add(m, "type", json_object_new_string("bind")) < 0 ||
+            json_add(m, "source", json_object_new_string(src)) < 0 ||
+            json_add(m, "options", opts) < 0) {
                 json_object_put(m);
                 return -ENOMEM;
         }
@@ -237,7 +228,7 @@ int resource_view_apply(const ResourceView *v, const char *lxcfs_root, json_obje
 
         if (!cpu || !json_object_is_type(mounts, json_type_array))
                 return -EINVAL;
-        if (v->cpuset && add(cpu, "cpus", json_object_new_string(v->cpuset)) < 0)
+        if (v->cpuset && json_add(cpu, "cpus", json_object_new_string(v->cpuset)) < 0)
                 return -ENOMEM;
         /* After /proc and /sys (the mounts are made in order); a file this LXCFS lacks is left alone. */
         for (size_t i = 0; v->lxcfs && lxcfs_view_files[i]; i++) {
