@@ -33,17 +33,11 @@ static void reap(Job *j) {
         sigkill_wait(&rt->create);
 }
 
-/* Before the scope is stopped: its memcg's counters go with it. */
+/* Before the scope is stopped: its memcgs' counters go with it. The pin that kept them (v1) goes now, so
+ * that the runtime can remove the payload's cgroup. */
 static void collect_oom(Job *j) {
-        uint64_t n, ooms = 0;
-
-        /* A notification the loop did not get to dispatch before it ended still counts. */
-        for (int i = 0; i < 2; i++)
-                if (j->runtime.oom_fds[i] >= 0 &&
-                    read(j->runtime.oom_fds[i], &n, sizeof n) == (ssize_t) sizeof n)
-                        j->outcome.oom_killed = true;
-        if (j->runtime.scope_cgroup && cgroup_oom_kills(j->runtime.scope_cgroup, &ooms) >= 0 && ooms > 0)
-                j->outcome.oom_killed = true;
+        job_read_oom_kills(j);
+        sigkill_wait(&j->runtime.oom_pin);
 }
 
 static void record_outcome(Job *j, int r) {

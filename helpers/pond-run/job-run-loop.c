@@ -2,6 +2,7 @@
 /* job-run-loop.c: steps 7 and 8 of the design, while the job runs: drain its stdout/stderr into the log,
  * enforce the wall clock, honour cancellation (SIGTERM from `systemctl stop`) and the cost ceiling (the
  * broker's unit changes, job-broker.c), and notice the container's init exiting. */
+#include <inttypes.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -9,6 +10,7 @@
 #include <systemd/sd-event.h>
 #include <time.h>
 
+#include "cgroup.h"
 #include "job.h"
 #include "log.h"
 
@@ -46,18 +48,34 @@ static int on_output(sd_event_source *s, int fd, uint32_t revents, void *userdat
         return 0;
 }
 
+/* Only the kernel's count of OOM kills in the scope (its memcgs' oom_kill) makes a job OOM-killed: the v1
+ * notification also fires when a memcg is removed, which every job's end does. */
+void job_read_oom_kills(Job *j) {
+        uint64_t n = 0;
+        int r;
+
+        if (!j->runtime.scope_cgroup || j->outcome.oom_killed)
+                return;
+        r = cgroup_oom_kills(j->runtime.scope_cgroup, &n);
+        if (r < 0) {
+                log_debug_errno(r, "Cannot read the OOM kill count of %s: %m", j->runtime.scope_cgroup);
+                return;
+        }
+        if (n == 0)
+                return;
+        j->outcome.oom_killed = true;
+        audit_event(&j->audit, POND_EVENT_KILLED, AUDIT_NO_RC, "out of memory in %s: the kernel's OOM killer "
+                    "killed %" PRIu64 " process(es)", j->paths.scope, n);
+}
+
 static int on_oom(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Loop *l = userdata;
-        Job *j = l->job;
         uint64_t n;
 
-        if (read(fd, &n, sizeof n) == (ssize_t) sizeof n && !j->outcome.oom_killed) {
-                j->outcome.oom_killed = true;
-                audit_event(&j->audit, POND_EVENT_KILLED, AUDIT_NO_RC, "out of memory in %s: the kernel's "
-                            "OOM killer acts", j->paths.scope);
-        }
-        /* One notification is all we need; the memcg may be gone soon. */
-        return sd_event_source_set_enabled(s, SD_EVENT_OFF);
+        /* A hint: an OOM, or the memcg going away. The count decides; job_collect() reads it again. */
+        (void) read(fd, &n, sizeof n);
+        job_read_oom_kills(l->job);
+        return 0;
 }
 
 void job_kill_payload(Job *j) {
@@ -100,6 +118,8 @@ static int on_init_exit(sd_event_source *s, const siginfo_t *si, void *userdata)
         else
                 o->exit_signal = si->si_status;
         l->init_exited = true;
+        /* While the scope is surely there (cgroup v2 has no pin, job-create.c): the kill below may empty it. */
+        job_read_oom_kills(l->job);
         /* Whatever the init left behind in the scope (a daemonized grandchild holding the pipes) goes too. */
         job_kill_payload(l->job);
         maybe_exit(l);

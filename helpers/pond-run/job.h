@@ -88,7 +88,9 @@ typedef struct JobRuntime {
         PidRef create;                  /* the runtime's create step, until it exits */
         pid_t init_pid;
         int out_pipe[2], err_pipe[2];
-        int oom_fds[2];                 /* OOM notifications of the scope's and the payload's memcg (v1) */
+        int oom_fds[2];                 /* OOM notifications of the scope's and the payload's memcg (v1): hints */
+        PidRef oom_pin;                 /* a sleeping process in the payload's v1 memcg only: keeps the memcg
+                                         * and its oom_kill count until job_collect() has read them */
 } JobRuntime;
 
 /* What happened, as the result reports it (job_fail(), job-run-loop.c, job-collect.c). */
@@ -128,7 +130,7 @@ typedef struct Job {
 
 #define INPUT_HASH_NULL { .checkout_fd = -EBADF }
 #define JOB_RUNTIME_NULL { .create = PIDREF_NULL, .out_pipe = { -EBADF, -EBADF }, .err_pipe = { -EBADF, -EBADF }, \
-                           .oom_fds = { -EBADF, -EBADF } }
+                           .oom_fds = { -EBADF, -EBADF }, .oom_pin = PIDREF_NULL }
 #define JOB_OUTCOME_NULL { .exit_status = -1 }
 #define JOB_RESULT_NULL { .results_fd = -EBADF, .staged_fd = -EBADF }
 #define JOB_NULL { .input_hash = INPUT_HASH_NULL, .runtime = JOB_RUNTIME_NULL, .outcome = JOB_OUTCOME_NULL, \
@@ -208,6 +210,8 @@ int job_start(Job *j);
 int job_run_loop(Job *j);
 /* A stop of the job's service is under way: its SIGTERM is pending here, or the unit is deactivating. */
 bool job_stop_requested(Job *j);
+/* Reads the scope's oom_kill count while it is there: the only thing that makes a job OOM-killed. */
+void job_read_oom_kills(Job *j);
 /* Kills everything in the payload's scope (the init at least, if the scope is gone). */
 void job_kill_payload(Job *j);
 /* The broker reports the job's budget spent: the job is cancelled, the reason recorded, and the payload
