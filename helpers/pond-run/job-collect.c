@@ -25,7 +25,9 @@ static void reap(Job *j) {
                 if (j->bus)
                         (void) scope_kill(j->bus, j->paths.scope);
                 (void) kill(rt->init_pid, SIGKILL);
-                if (waitid(P_PID, (id_t) rt->init_pid, &si, WEXITED) >= 0) {
+                /* Its exit is the payload's only if the payload was let go: before that the init is the
+                 * runtime's, and its status would be an invented rc. */
+                if (waitid(P_PID, (id_t) rt->init_pid, &si, WEXITED) >= 0 && o->started_usec != 0) {
                         o->exit_signal = si.si_code == CLD_EXITED ? 0 : si.si_status;
                         o->exit_status = si.si_code == CLD_EXITED ? si.si_status : -1;
                 }
@@ -51,7 +53,11 @@ static void record_outcome(Job *j, int r) {
         /* A step that failed because the job's service is being stopped (its scope goes with it, BindsTo=)
          * was cancelled, not a failure of pond's. */
         if (r < 0 && !o->cancelled && job_stop_requested(j)) {
+                /* The step's own reason (a sidecar that did not start, a scope that went) is the stop's
+                 * consequence, not its cause. */
                 o->cancelled = true;
+                free(o->reason);
+                o->reason = NULL;
                 job_fail(j, 0, "cancelled before the payload ran to its end (the job's service was stopped)");
         } else if (r < 0) {
                 o->failed = true;
