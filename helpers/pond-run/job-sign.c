@@ -98,6 +98,22 @@ static int empty_artifacts(json_object **ret) {
         return 0;
 }
 
+/* Which sidecar died while the payload ran, when, and in which state systemd saw its unit; null if none. */
+static void add_sidecar_died(const Job *j, json_object *o) {
+        PondSidecar s = job_sidecar_died(j);
+        json_object *d;
+
+        if (s < 0) {
+                json_object_object_add(o, "sidecar_died", NULL);
+                return;
+        }
+        d = json_object_new_object();
+        json_object_object_add(d, "sidecar", json_object_new_string(job_sidecar_name(s)));
+        json_object_object_add(d, "at", json_time(j->sidecars[s].died_usec));
+        json_object_object_add(d, "unit_state", json_str(j->sidecars[s].died_state));
+        json_object_object_add(o, "sidecar_died", d);
+}
+
 static void add_posture(Job *j, json_object *o) {
         const JobInput *in = &j->input;
         const ResolvedPolicy *res = in->resolved;
@@ -118,6 +134,7 @@ static void add_posture(Job *j, json_object *o) {
                 json_object_object_add(o, "egress", json_object_get(j->sidecars[POND_SIDECAR_EGRESS].stats));
         if (j->sidecars[POND_SIDECAR_BROKER].stats)
                 json_object_object_add(o, "broker", json_object_get(j->sidecars[POND_SIDECAR_BROKER].stats));
+        add_sidecar_died(j, o);
 }
 
 static int build_result(Job *j, const char *input_sha, json_object **ret) {

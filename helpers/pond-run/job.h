@@ -65,12 +65,16 @@ typedef struct JobNetwork {
 
 /* One sidecar unit of the job (job-sidecar.c); its files are in JobPaths.sidecars[]. */
 typedef struct JobSidecar {
+        struct Job *job;                /* the job it belongs to (its unit's signals' userdata) */
         json_object *config;            /* built and checked at acceptance, completed by job_network; NULL:
                                          * this job has no such sidecar */
         bool up;                        /* its configuration is written: stopping it is part of every exit */
         UnitStart *starting;
         sd_bus_slot *watch;             /* PropertiesChanged of its unit, while the payload runs */
+        sd_bus_slot *watch_state;       /* the unit's ActiveState, while the payload runs: its death */
         json_object *stats;             /* its totals, read after its stop */
+        uint64_t died_usec;             /* when it was seen dead while the payload ran, or 0 */
+        char *died_state;               /* the unit's ActiveState then */
 } JobSidecar;
 
 /* The confined job's private $HOME: a size-capped tmpfs under the run directory with the spec's
@@ -179,6 +183,9 @@ int job_sidecars_write(Job *j);
 int job_sidecars_start(Job *j);
 int job_sidecars_wait(Job *j);
 int job_sidecars_stop(Job *j);
+/* The first sidecar seen dead while the payload ran, or _POND_SIDECAR_INVALID. */
+PondSidecar job_sidecar_died(const Job *j);
+const char *job_sidecar_name(PondSidecar s);
 void job_sidecar_done(JobSidecar *s);
 /*    job-egress.c, job-broker.c: what is particular to each sidecar. */
 int job_egress_config(const Job *j, json_object **ret, char **ret_error);
