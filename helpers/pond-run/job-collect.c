@@ -81,6 +81,7 @@ static int collect_manifest(Job *j, int staged_fd, json_object **ret) {
         CollectLimits limits = { lim->artifact_bytes, lim->artifact_files };
         _cleanup_manifest_ Manifest *m = NULL;
         _cleanup_json_ json_object *o = json_object_new_object(), *arr = NULL;
+        _cleanup_json_ json_object *truncated = NULL, *skipped = NULL, *bytes = NULL;
         const Stage *st = &j->staging.stage;
         char sha[SHA256_HEX_SIZE];
         int r;
@@ -100,16 +101,22 @@ static int collect_manifest(Job *j, int staged_fd, json_object **ret) {
         r = collect_artifacts(upper, lower, merged, j->input.spec->outputs, art, &limits, &m);
         if (r < 0)
                 return log_error_errno(r, "Cannot collect the job's artifacts: %m");
-        r = manifest_to_json(m, &arr);
-        if (r >= 0)
-                r = manifest_sha(m, sha);
+        /* Hashed and, when the result is written, serialized one entry at a time: no tree of the whole
+         * manifest (up to JOB_SPEC_MAX_ARTIFACT_FILES entries) in the supervisor's bounded memory. */
+        r = manifest_sha(m, sha);
+        if (r < 0)
+                return r;
+        truncated = json_object_new_boolean(m->truncated);
+        skipped = json_object_new_uint64(m->skipped);
+        bytes = json_object_new_uint64(m->total_bytes);
+        r = manifest_to_json_streamed(&m, &arr);
         if (r < 0)
                 return r;
         json_object_object_add(o, "output_sha", json_object_new_string(sha));
         json_object_object_add(o, "artifacts", TAKE_PTR(arr));
-        json_object_object_add(o, "artifacts_truncated", json_object_new_boolean(m->truncated));
-        json_object_object_add(o, "artifacts_skipped", json_object_new_uint64(m->skipped));
-        json_object_object_add(o, "artifacts_bytes", json_object_new_uint64(m->total_bytes));
+        json_object_object_add(o, "artifacts_truncated", TAKE_PTR(truncated));
+        json_object_object_add(o, "artifacts_skipped", TAKE_PTR(skipped));
+        json_object_object_add(o, "artifacts_bytes", TAKE_PTR(bytes));
         *ret = TAKE_PTR(o);
         return 0;
 }
