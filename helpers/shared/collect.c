@@ -553,7 +553,8 @@ static int manifest_copy_files(Manifest *m, int upper, int merged, int artifacts
                         else {
                                 m->total_bytes += a->size;
                                 dirty_bytes += a->size;
-                                if (++dirty_files >= COLLECT_WRITEBACK_FILES || dirty_bytes >= COLLECT_WRITEBACK_BYTES) {
+                                if (++dirty_files >= COLLECT_WRITEBACK_FILES ||
+                                    dirty_bytes >= COLLECT_WRITEBACK_BYTES) {
                                         if (syncfs(artifacts_dirfd) < 0)
                                                 return negative_errno();
                                         dirty_bytes = dirty_files = 0;
