@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <systemd/sd-id128.h>
 #include <time.h>
 
 #include "collect.h"
@@ -127,7 +128,8 @@ static void add_posture(Job *j, json_object *o) {
                 json_object_object_add(o, "limits", build_limits(in));
         json_object_object_add(o, "exit", build_exit(&j->outcome));
         json_object_object_add(o, "times", build_times(&j->outcome));
-        if (j->runtime.log_open && output_log_stats(&j->runtime.log, &log_stats) >= 0)
+        /* Signed only with the files it covers: job_collect() links the log into the result once it ran. */
+        if (j->runtime.log_open && j->outcome.started_usec != 0 && output_log_stats(&j->runtime.log, &log_stats) >= 0)
                 json_object_object_add(o, "log", log_stats);
         json_object_object_add(o, "network", json_str(res ? net_posture_to_string(res->net) : NULL));
         if (j->sidecars[POND_SIDECAR_EGRESS].stats)
@@ -135,6 +137,23 @@ static void add_posture(Job *j, json_object *o) {
         if (j->sidecars[POND_SIDECAR_BROKER].stats)
                 json_object_object_add(o, "broker", json_object_get(j->sidecars[POND_SIDECAR_BROKER].stats));
         add_sidecar_died(j, o);
+}
+
+/* Who signs: the key's id (its fingerprint, as `pondctl keygen` prints it), so that a verifier with several
+ * pinned keys knows which one to use, and the worker's id (the machine id, made specific to pond: stable for
+ * the machine, not the machine id itself). Covered by the signature like everything else. */
+#define POND_WORKER_APP_ID SD_ID128_MAKE(31, 87, 2f, 02, 0f, 79, 4b, cb, ad, 98, 2c, 3e, 20, d4, 77, cc)
+
+static json_object *build_signer(const Job *j) {
+        json_object *o = json_object_new_object();
+        char fp[KEY_FINGERPRINT_SIZE];
+        sd_id128_t id;
+
+        key_fingerprint(j->sign_sk + KEY_SIGN_SECRET_SIZE - KEY_SIGN_PUBLIC_SIZE, KEY_SIGN_PUBLIC_SIZE, fp);
+        json_object_object_add(o, "key_id", json_object_new_string(fp));
+        json_object_object_add(o, "worker_id", sd_id128_get_machine_app_specific(POND_WORKER_APP_ID, &id) >= 0
+                               ? json_object_new_string(SD_ID128_TO_STRING(id)) : NULL);
+        return o;
 }
 
 static int build_result(Job *j, const char *input_sha, json_object **ret) {
@@ -148,6 +167,7 @@ static int build_result(Job *j, const char *input_sha, json_object **ret) {
         json_object_object_add(o, "status", json_object_new_string(job_status(j)));
         json_object_object_add(o, "reason", json_str(j->outcome.reason));
         json_object_object_add(o, "input_sha", json_str(input_sha));
+        json_object_object_add(o, "signer", build_signer(j));
         add_posture(j, o);
         json_object_object_foreach(j->result.artifacts, key, value)
                 json_object_object_add(o, key, json_object_get(value));
