@@ -59,7 +59,7 @@ static void record_outcome(Job *j, int r) {
                 free(o->reason);
                 o->reason = NULL;
                 job_fail(j, 0, "cancelled before the payload ran to its end (the job's service was stopped)");
-        } else if (r < 0) {
+        } else if (r < 0 && !o->refused) {
                 o->failed = true;
                 job_fail(j, r, "pond could not run the job (see the journal of its unit)");
         }

@@ -140,6 +140,44 @@ int job_sidecars_write(Job *j) {
         return 0;
 }
 
+/* The main process's exit as systemd reports it (org.freedesktop.systemd1.Service). */
+static int on_exit_changed(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        JobSidecar *sc = userdata;
+        const char *interface, *name;
+        int32_t code = 0, status = 0;
+        int r;
+
+        if (sd_bus_message_read(m, "s", &interface) < 0 || !streq(interface, "org.freedesktop.systemd1.Service"))
+                return 0;
+        r = sd_bus_message_enter_container(m, 'a', "{sv}");
+        while (r >= 0 && (r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
+                r = sd_bus_message_read(m, "s", &name);
+                if (r >= 0)
+                        r = streq(name, "ExecMainCode") ? sd_bus_message_read(m, "v", "i", &code) :
+                            streq(name, "ExecMainStatus") ? sd_bus_message_read(m, "v", "i", &status) :
+                            sd_bus_message_skip(m, "v");
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(m);
+        }
+        if (r >= 0 && code > 0) {
+                sc->exit_code = code;
+                sc->exit_status = status;
+        }
+        return 0;
+}
+
+static int watch_exit(Job *j, PondSidecar s) {
+        _cleanup_free_ char *object = NULL;
+        int r;
+
+        r = sd_bus_path_encode("/org/freedesktop/systemd1/unit", j->paths.sidecars[s].unit, &object);
+        if (r < 0)
+                return r;
+        return sd_bus_match_signal(j->bus, &j->sidecars[s].watch_exit, "org.freedesktop.systemd1", object,
+                                   "org.freedesktop.DBus.Properties", "PropertiesChanged", on_exit_changed,
+                                   &j->sidecars[s]);
+}
+
 /* Without waiting: the units come up while the runtime creates the container. */
 int job_sidecars_start(Job *j) {
         int r;
@@ -149,6 +187,9 @@ int job_sidecars_start(Job *j) {
 
                 if (!j->sidecars[s].up)
                         continue;
+                r = watch_exit(j, s);
+                if (r < 0)
+                        return log_error_errno(r, "Cannot watch %s: %m", unit);
                 r = unit_start_begin(j->bus, unit, &j->sidecars[s].starting);
                 if (r < 0)
                         return log_error_errno(r, "Cannot start %s: %m", unit);
@@ -189,22 +230,29 @@ static const char *changed_active_state(sd_bus_message *m) {
         return r < 0 ? NULL : state;
 }
 
-/* The broker exits with BROKER_EXIT_CEILING when the job's budget is spent: that is the cost ceiling
- * (job-broker.c), not a death, whichever of the two signals comes first. */
-static bool exited_at_ceiling(Job *j, PondSidecar s) {
+/* Whether the broker's main process exited with status (BROKER_EXIT_*). */
+static bool broker_exited_with(Job *j, PondSidecar s, int status) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_free_ char *object = NULL;
-        int32_t code = 0, status = 0;
+        int32_t code = 0, st = 0;
 
-        if (s != POND_SIDECAR_BROKER ||
-            sd_bus_path_encode("/org/freedesktop/systemd1/unit", j->paths.sidecars[s].unit, &object) < 0 ||
+        if (s != POND_SIDECAR_BROKER)
+                return false;
+        if (j->sidecars[s].exit_code > 0)
+                return j->sidecars[s].exit_code == CLD_EXITED && j->sidecars[s].exit_status == status;
+        if (sd_bus_path_encode("/org/freedesktop/systemd1/unit", j->paths.sidecars[s].unit, &object) < 0 ||
             sd_bus_get_property_trivial(j->bus, "org.freedesktop.systemd1", object,
                                         "org.freedesktop.systemd1.Service", "ExecMainCode", &error, 'i', &code) < 0 ||
             sd_bus_get_property_trivial(j->bus, "org.freedesktop.systemd1", object,
-                                        "org.freedesktop.systemd1.Service", "ExecMainStatus", &error, 'i',
-                                        &status) < 0)
+                                        "org.freedesktop.systemd1.Service", "ExecMainStatus", &error, 'i', &st) < 0)
                 return false;
-        return code == CLD_EXITED && status == BROKER_EXIT_CEILING;
+        return code == CLD_EXITED && st == status;
+}
+
+/* The broker exits with BROKER_EXIT_CEILING when the job's budget is spent: that is the cost ceiling
+ * (job-broker.c), not a death, whichever of the two signals comes first. */
+static bool exited_at_ceiling(Job *j, PondSidecar s) {
+        return broker_exited_with(j, s, BROKER_EXIT_CEILING);
 }
 
 /* A sidecar's unit left "active" while the payload runs, and nobody asked for it: the result says which
@@ -281,6 +329,13 @@ int job_sidecars_wait(Job *j) {
                 if (!j->sidecars[s].starting)
                         continue;
                 r = unit_start_finish(j->bus, TAKE_PTR(j->sidecars[s].starting));
+                /* A credential that does not open for this job and worker: a refusal, nothing ran. */
+                if (r < 0 && broker_exited_with(j, s, BROKER_EXIT_CREDENTIAL)) {
+                        j->outcome.refused = true;
+                        return job_fail(j, r, "refused: a credential does not open for this job and worker "
+                                        "(sealed for another, or altered; see the journal of %s)",
+                                        j->paths.sidecars[s].unit);
+                }
                 if (r < 0) {
                         log_error_errno(r, "The %s of %s did not start: %m", what, j->paths.id);
                         return job_fail(j, r, "the %s did not start (see the journal of its unit)", what);
@@ -316,6 +371,7 @@ static int sidecar_stop(Job *j, PondSidecar s) {
 
         sc->watch = sd_bus_slot_unref(sc->watch);
         sc->watch_state = sd_bus_slot_unref(sc->watch_state);
+        sc->watch_exit = sd_bus_slot_unref(sc->watch_exit);
         r = j->bus ? unit_stop(j->bus, p->unit) : -ENOTCONN;
         read_stats(p, &sc->stats);
         (void) rm_rf_at(AT_FDCWD, p->runtime_dir);
@@ -345,6 +401,7 @@ void job_sidecar_done(JobSidecar *sc) {
         unit_start_free(sc->starting);
         sd_bus_slot_unref(sc->watch);
         sd_bus_slot_unref(sc->watch_state);
+        sd_bus_slot_unref(sc->watch_exit);
         json_object_put(sc->stats);
         free(sc->died_state);
         *sc = (JobSidecar) {};

@@ -72,6 +72,9 @@ typedef struct JobSidecar {
         UnitStart *starting;
         sd_bus_slot *watch;             /* PropertiesChanged of its unit, while the payload runs */
         sd_bus_slot *watch_state;       /* the unit's ActiveState, while the payload runs: its death */
+        sd_bus_slot *watch_exit;        /* its main process's exit, from its start on (a failed unit is
+                                         * garbage-collected before its properties can be asked) */
+        int32_t exit_code, exit_status; /* ExecMainCode (CLD_*), ExecMainStatus; 0: not seen */
         json_object *stats;             /* its totals, read after its stop */
         uint64_t died_usec;             /* when it was seen dead while the payload ran, or 0 */
         char *died_state;               /* the unit's ActiveState then */
@@ -235,6 +238,9 @@ int job_sign(Job *j);
 int job_result_stage(Job *j);
 void job_result_done(JobResult *res);
 int job_load_signing_key(Job *j);
+/* Under a unit, a secret key is a credential (a 0400 copy): its source in the key dir must be root's and
+ * not readable by others, or it is refused. */
+int job_check_key_source(const char *file);
 
 /* 10. job-teardown.c: every step idempotent and in one order, for every exit path and for
  *     `pond-run --cleanup`: what runs is stopped (job_collect() needs that first), then what was made is

@@ -83,6 +83,8 @@ int supervise(const char *job_id) {
         if (r >= 0)
                 r = job_sign(&j);
         (void) job_teardown(&j);
+        if (j.outcome.refused && r >= 0)
+                return POND_RUN_EXIT_REFUSED;
         return r < 0 || j.outcome.failed ? POND_RUN_EXIT_FAILED : POND_RUN_EXIT_OK;
 }
 

@@ -200,6 +200,10 @@ TEST(keys_generate_and_load) {
         uint8_t *leaked = NULL;
         ASSERT_ERROR(EPERM, key_load_secret(path, KEY_SIGN_SECRET_SIZE, &leaked)); /* readable by others */
         ASSERT_TRUE(leaked == NULL);
+        ASSERT_ERROR(EPERM, key_check_secret_file(path)); /* the source of a credential copy, likewise */
+        ASSERT_OK(chmod(path, 0600));
+        ASSERT_OK(key_check_secret_file(path));
+        ASSERT_OK(chmod(path, 0644));
         snprintf(path, sizeof path, "%s/%s", dir, KEY_SEAL_PUBLIC_FILE);
         ASSERT_ERROR(EBADMSG, key_load_public(path, 64, pk)); /* wrong length */
         rm_rf(tmpl);
