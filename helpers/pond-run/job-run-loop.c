@@ -14,11 +14,20 @@
 #include "job.h"
 #include "log.h"
 
+/* A gVisor sandbox is several host processes (sentry, gofer, the systrap stubs, pooled and kept): one of
+ * them killed from outside wedges the sandbox, which then runs to its wall clock. The payload's task set is
+ * sampled; a process that leaves it while the sandbox (the init) lives ends the job with a reason. */
+#define SANDBOX_WATCH_USEC (1000ULL * 1000)
+#define SANDBOX_WATCH_MAX 256
+
 typedef struct Loop {
         Job *job;
         sd_event *event;
         int open_streams;
         bool init_exited;
+        pid_t tasks[SANDBOX_WATCH_MAX];
+        size_t n_tasks;
+        bool tasks_known;
 } Loop;
 
 static void maybe_exit(Loop *l) {
@@ -126,6 +135,42 @@ static int on_init_exit(sd_event_source *s, const siginfo_t *si, void *userdata)
         return 0;
 }
 
+static bool task_in(const pid_t *set, size_t n, pid_t pid) {
+        for (size_t i = 0; i < n; i++)
+                if (set[i] == pid)
+                        return true;
+        return false;
+}
+
+static int on_sandbox_watch(sd_event_source *s, uint64_t usec, void *userdata) {
+        _cleanup_free_ char *payload = NULL;
+        Loop *l = userdata;
+        Job *j = l->job;
+        pid_t now[SANDBOX_WATCH_MAX];
+        size_t n = 0;
+
+        if (l->init_exited || j->outcome.cancelled || j->outcome.timed_out || j->outcome.failed ||
+            asprintf(&payload, "%s/payload", j->paths.scope_cgroup) < 0 ||
+            cgroup_read_procs(payload, now, ELEMENTSOF(now), &n) < 0)
+                return 0;
+        for (size_t i = 0; l->tasks_known && i < l->n_tasks; i++) {
+                if (task_in(now, n, l->tasks[i]) || l->tasks[i] == j->runtime.init_pid)
+                        continue;
+                j->outcome.failed = true;
+                job_fail(j, 0, "the gVisor sandbox lost one of its processes (pid %d) and cannot make progress: "
+                         "ended instead of running to its wall clock", (int) l->tasks[i]);
+                audit_event(&j->audit, POND_EVENT_KILLED, AUDIT_NO_RC, "sandbox process %d of %s is gone: "
+                            "killing it", (int) l->tasks[i], j->paths.scope);
+                job_kill_payload(j);
+                return 0;
+        }
+        memcpy(l->tasks, now, n * sizeof now[0]);
+        l->n_tasks = n;
+        l->tasks_known = true;
+        return sd_event_source_set_time_relative(s, SANDBOX_WATCH_USEC) < 0 ? 0 :
+               sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+}
+
 static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
         Loop *l = userdata;
         Job *j = l->job;
@@ -191,6 +236,9 @@ static int add_sources(Loop *l) {
         for (int i = 0; r >= 0 && i < 2; i++)
                 if (j->runtime.oom_fds[i] >= 0)
                         r = sd_event_add_io(e, NULL, j->runtime.oom_fds[i], EPOLLIN, on_oom, l);
+        /* From a second after the start: the runtime's own start-up processes have come and gone by then. */
+        if (r >= 0 && j->input.provider && streq(j->input.provider->name, "runsc"))
+                r = sd_event_add_time_relative(e, NULL, CLOCK_MONOTONIC, SANDBOX_WATCH_USEC, 0, on_sandbox_watch, l);
         if (r >= 0)
                 r = sd_event_add_signal(e, NULL, SIGTERM, on_cancel, l);
         if (r >= 0)

@@ -3,6 +3,7 @@
  * the layout (cgroup-util.c) has, and the v1 directories the runtime leaves behind. */
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 
@@ -107,6 +108,36 @@ int cgroup_remove_leftovers(const char *scope_cgroup) {
                         r = log_debug_errno(errno, "Cannot remove %s: %m", scope);
         }
         return r;
+}
+
+int cgroup_read_procs(const char *cgroup_path, pid_t *pids, size_t max, size_t *ret_n) {
+        CgroupLayout layout = cgroup_layout_detect(CGROUP_ROOT);
+        _cleanup_free_ char *dir = NULL, *buf = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        size_t n = 0;
+        int r;
+
+        r = cgroup_layout_has_v1(layout) ? cgroup_v1_path(CGROUP_ROOT, "pids", cgroup_path, &dir)
+                                         : cgroup_v2_path(CGROUP_ROOT, layout, cgroup_path, &dir);
+        if (r < 0)
+                return r;
+        fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        r = read_full_file_at(fd, "cgroup.procs", 1024 * 1024, &buf, NULL);
+        if (r < 0)
+                return r;
+        for (char *p = buf, *end; *p; p = end) {
+                long v = strtol(p, &end, 10);
+                if (end == p)
+                        break;
+                if (v > 0 && n < max)
+                        pids[n++] = (pid_t) v;
+                while (*end == '\n')
+                        end++;
+        }
+        *ret_n = n;
+        return 0;
 }
 
 /* On cgroup v1 the OOM counters vanish with the cgroup, and systemd removes an empty scope's cgroups as

@@ -3,6 +3,7 @@
  * (cgroup.c). The layout and the path helpers are in cgroup-util.h. */
 #pragma once
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -17,6 +18,9 @@ int cgroup_oom_pin(const char *cgroup_path, pid_t pid);
 /* An eventfd that becomes readable when the v1 memcg at cgroup_path hits OOM, or is removed: a hint to read
  * cgroup_oom_kills(), no more. -ENOENT without v1 memory. */
 int cgroup_oom_watch(const char *cgroup_path, int *ret_eventfd);
+
+/* Up to max pids of the processes in the cgroup (v1: its pids hierarchy). */
+int cgroup_read_procs(const char *cgroup_path, pid_t *pids, size_t max, size_t *ret_n);
 
 /* rmdir()s what the runtime left of the payload's cgroup in hierarchies systemd does not manage. */
 int cgroup_remove_leftovers(const char *scope_cgroup);
