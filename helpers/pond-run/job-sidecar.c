@@ -312,10 +312,12 @@ static int check_alive(Job *j, PondSidecar s) {
         r = unit_active_state(j->bus, j->paths.sidecars[s].unit, &state);
         if (r < 0)
                 return r;
-        if (!streq(state, "active"))
-                return job_fail(j, -ESRCH, "the %s (%s) is %s before the payload ran", sidecar_types[s].name,
-                                j->paths.sidecars[s].unit, state);
-        return 0;
+        if (streq(state, "active"))
+                return 0;
+        j->sidecars[s].died_usec = clock_usec(CLOCK_REALTIME);
+        j->sidecars[s].died_state = TAKE_PTR(state);
+        return job_fail(j, -ESRCH, "the %s (%s) died before the payload ran (%s)", sidecar_types[s].name,
+                        j->paths.sidecars[s].unit, j->sidecars[s].died_state);
 }
 
 /* Before the payload may run: every sidecar is up (READY=1), or the job does not run; and watched, before

@@ -280,9 +280,12 @@ static void sweep_probe_dirs(void) {
 }
 
 static void runsc_forget(const RuntimeJob *j) {
-        _cleanup_free_ char *p = NULL;
+        _cleanup_free_ char *p = NULL, *sock = NULL;
         if (asprintf(&p, "%s/%s_sandbox:%s.lock", j->state_root, j->container_id, j->container_id) >= 0)
                 (void) unlink(p);
+        /* The sandbox's control socket: left behind when the sandbox was killed before it could remove it. */
+        if (asprintf(&sock, "%s/runsc-%s.sock", j->state_root, j->container_id) >= 0)
+                (void) unlink(sock);
         sweep_probe_dirs();
 }
 
