@@ -16,26 +16,6 @@ SEED=${POND_FAULT_SEED:-$((RANDOM * 32768 + RANDOM))}
 RANDOM=$SEED
 diag "backend $BACKEND, $ROUNDS round(s) per fault, seed $SEED (POND_FAULT_SEED=$SEED replays it)"
 
-# The host's pond state, one finding per line, the same before the first round and after every round.
-# shellcheck disable=SC2016 # expanded by the box's sh
-_state_sh='
-for d in /run/pond/jobs /run/pond/net /run/pond/egress /run/pond/broker /run/pond-egress /run/pond-broker; do
-        [ -d "$d" ] && ls -A "$d" | sed "s|^|$d/|"
-done
-ls -A /run/pond/runtime 2>/dev/null | sed "s|^|runtime: |"
-ls -A /var/lib/pond/results | grep "^\." | sed "s|^|staging: |"
-ls -d /tmp/pond-runsc-probe.* 2>/dev/null
-while read -r _ _ _ _ mp _; do case $mp in /run/pond/*|/var/lib/pond/*) echo "mount: $mp" ;; esac; done \
-        </proc/self/mountinfo
-ls /run/netns 2>/dev/null | grep "^pond-" | sed "s|^|netns: |"
-ip -br link | grep "^pv" | cut -d" " -f1 | sed "s|^|veth: |"
-nft list tables | grep pond_ | sed "s|^|nft: |"
-for h in /sys/fs/cgroup /sys/fs/cgroup/*; do
-        [ -d "$h/pond.slice" ] && ls "$h/pond.slice" | grep "^pond-" | sed "s|^|cgroup: $h/pond.slice/|"
-done
-systemctl list-units --plain --no-legend "pond-*" | cut -d" " -f1 | sed "s|^|unit: |"
-echo checked'
-host_state() { in_box sh -c "$_state_sh" 2>&1 | sort; }
 
 # A job spec with a sealed credential (the broker starts without its upstream: nothing here calls it).
 broker_spec() {
