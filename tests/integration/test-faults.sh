@@ -148,4 +148,17 @@ for round in $(seq "$ROUNDS"); do
         done
 done
 diag "fault rounds: $rounds run, $clean clean, $truthful truthful"
+
+# A stop that kills the supervisor before it has blocked its signals (too narrow a window to hit at random):
+# the cleanup signs what systemd's environment says, a stop is "cancelled", a SIGKILL "failed".
+for c in "TERM success cancelled" "KILL signal failed"; do
+        read -r sig res want <<<"$c"
+        id=$(new_id "cleanup-$sig")
+        in_box sh -c "mkdir -p $POND_STATE/jobs/$id && printf '{\"job_id\":\"%s\",\"command\":[\"true\"]}' $id \
+                > $POND_STATE/jobs/$id/job.json"
+        in_box env EXIT_CODE=killed EXIT_STATUS="$sig" SERVICE_RESULT="$res" /opt/pond/libexec/pond-run --cleanup "$id" \
+                >/dev/null 2>&1
+        t_eq "a supervisor killed by SIG$sig before it blocked signals: $want, no rc" "$want None" \
+                "$(result_field "$id" 'r["status"] + " " + str(r["exit"]["rc"])')"
+done
 done_testing
