@@ -45,7 +45,7 @@ done
 [ ! -e "$run/net/job-$id" ] || echo "address lease of $id"
 if [ -d "$run/runtime" ]; then
         entries=$(ls -A "$run/runtime") || echo "cannot list $run/runtime"
-        printf "%s\n" "$entries" | grep -E "^pond-$id(\$|_sandbox:)" | sed "s/^/runtime state: /"
+        printf "%s\n" "$entries" | grep -E "pond-$id\+?(\$|_sandbox:|\.sock)" | sed "s/^/runtime state: /"
 fi
 for u in "pond-job@$id.service" "pond-egress@$id.service" "pond-broker@$id.service"; do
         state=$(systemctl show -P ActiveState "$u") || { echo "systemctl failed for $u"; continue; }
