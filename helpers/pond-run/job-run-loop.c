@@ -18,6 +18,7 @@
  * them killed from outside wedges the sandbox, which then runs to its wall clock. The payload's task set is
  * sampled; a process that leaves it while the sandbox (the init) lives ends the job with a reason. */
 #define SANDBOX_WATCH_USEC (1000ULL * 1000)
+#define SANDBOX_GRACE_USEC (2000ULL * 1000)
 #define SANDBOX_WATCH_MAX 256
 
 typedef struct Loop {
@@ -28,6 +29,7 @@ typedef struct Loop {
         pid_t tasks[SANDBOX_WATCH_MAX];
         size_t n_tasks;
         bool tasks_known;
+        pid_t lost;                     /* a process that left the sandbox, waiting out the grace period */
 } Loop;
 
 static void maybe_exit(Loop *l) {
@@ -149,21 +151,28 @@ static int on_sandbox_watch(sd_event_source *s, uint64_t usec, void *userdata) {
         pid_t now[SANDBOX_WATCH_MAX];
         size_t n = 0;
 
-        if (l->init_exited || j->outcome.cancelled || j->outcome.timed_out || j->outcome.failed ||
-            asprintf(&payload, "%s/payload", j->paths.scope_cgroup) < 0 ||
-            cgroup_read_procs(payload, now, ELEMENTSOF(now), &n) < 0)
+        if (l->init_exited || j->outcome.cancelled || j->outcome.timed_out || j->outcome.failed)
                 return 0;
-        for (size_t i = 0; l->tasks_known && i < l->n_tasks; i++) {
-                if (task_in(now, n, l->tasks[i]) || l->tasks[i] == j->runtime.init_pid)
-                        continue;
+        /* A process left and the sandbox is still there a grace period later (a sandbox that ends on its
+         * own takes its processes with it and exits within it): wedged. */
+        if (l->lost > 0) {
                 j->outcome.failed = true;
                 job_fail(j, 0, "the gVisor sandbox lost one of its processes (pid %d) and cannot make progress: "
-                         "ended instead of running to its wall clock", (int) l->tasks[i]);
+                         "ended instead of running to its wall clock", (int) l->lost);
                 audit_event(&j->audit, POND_EVENT_KILLED, AUDIT_NO_RC, "sandbox process %d of %s is gone: "
-                            "killing it", (int) l->tasks[i], j->paths.scope);
+                            "killing it", (int) l->lost, j->paths.scope);
                 job_kill_payload(j);
                 return 0;
         }
+        if (asprintf(&payload, "%s/payload", j->paths.scope_cgroup) < 0 ||
+            cgroup_read_procs(payload, now, ELEMENTSOF(now), &n) < 0)
+                return 0;
+        for (size_t i = 0; l->tasks_known && i < l->n_tasks; i++)
+                if (!task_in(now, n, l->tasks[i]) && l->tasks[i] != j->runtime.init_pid) {
+                        l->lost = l->tasks[i];
+                        return sd_event_source_set_time_relative(s, SANDBOX_GRACE_USEC) < 0 ? 0 :
+                               sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+                }
         memcpy(l->tasks, now, n * sizeof now[0]);
         l->n_tasks = n;
         l->tasks_known = true;
