@@ -135,6 +135,9 @@ static int load_test_secret(BrokerConfig *config, const char *spec) {
         return 0;
 }
 
+/* Set when a credential does not open: the exit status says so (BROKER_EXIT_CREDENTIAL). */
+static bool credential_refused;
+
 /* Each credential's sealed blob, opened with the worker's X25519 key for exactly this job: a blob sealed
  * for another job or another worker, or altered, is refused and the broker does not start. */
 static int unseal_secrets(BrokerConfig *config) {
@@ -158,6 +161,8 @@ static int unseal_secrets(BrokerConfig *config) {
                 if (!c->sealed)
                         continue;
                 r = unseal_credential(pk, sk, config->job_id, c->sealed, &secret, &len, &error);
+                if (r < 0)
+                        credential_refused = true;
                 if (r < 0)
                         return log_error_errno(r, "Credential '%s' refused: %s", c->name, error ?: "cannot unseal");
                 r = broker_credential_set_secret(c, secret, len);
@@ -227,5 +232,7 @@ int main(int argc, char *argv[]) {
                 r = run(&config, &prices);
         broker_config_done(&config);
         broker_prices_done(&prices);
-        return r < 0 ? 1 : r == BROKER_EXIT_CEILING ? BROKER_EXIT_CEILING : 0;
+        if (r < 0)
+                return credential_refused ? BROKER_EXIT_CREDENTIAL : 1;
+        return r == BROKER_EXIT_CEILING ? BROKER_EXIT_CEILING : 0;
 }

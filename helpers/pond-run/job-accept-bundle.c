@@ -22,6 +22,9 @@ static int load_seal_keys(uint8_t **ret_sk, uint8_t pk[KEY_SEAL_PUBLIC_SIZE]) {
 
         if (!skp || !pkp)
                 return -ENOMEM;
+        r = job_check_key_source(KEY_SEAL_SECRET_FILE);
+        if (r < 0)
+                return r;
         r = key_load_secret(skp, KEY_SEAL_SECRET_SIZE, ret_sk);
         if (r < 0)
                 return log_error_errno(r, "Cannot load the sealing key %s: %m", skp);

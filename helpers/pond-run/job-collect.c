@@ -25,7 +25,9 @@ static void reap(Job *j) {
                 if (j->bus)
                         (void) scope_kill(j->bus, j->paths.scope);
                 (void) kill(rt->init_pid, SIGKILL);
-                if (waitid(P_PID, (id_t) rt->init_pid, &si, WEXITED) >= 0) {
+                /* Its exit is the payload's only if the payload was let go: before that the init is the
+                 * runtime's, and its status would be an invented rc. */
+                if (waitid(P_PID, (id_t) rt->init_pid, &si, WEXITED) >= 0 && o->started_usec != 0) {
                         o->exit_signal = si.si_code == CLD_EXITED ? 0 : si.si_status;
                         o->exit_status = si.si_code == CLD_EXITED ? si.si_status : -1;
                 }
@@ -33,17 +35,11 @@ static void reap(Job *j) {
         sigkill_wait(&rt->create);
 }
 
-/* Before the scope is stopped: its memcg's counters go with it. */
+/* Before the scope is stopped: its memcgs' counters go with it. The pin that kept them (v1) goes now, so
+ * that the runtime can remove the payload's cgroup. */
 static void collect_oom(Job *j) {
-        uint64_t n, ooms = 0;
-
-        /* A notification the loop did not get to dispatch before it ended still counts. */
-        for (int i = 0; i < 2; i++)
-                if (j->runtime.oom_fds[i] >= 0 &&
-                    read(j->runtime.oom_fds[i], &n, sizeof n) == (ssize_t) sizeof n)
-                        j->outcome.oom_killed = true;
-        if (j->runtime.scope_cgroup && cgroup_oom_kills(j->runtime.scope_cgroup, &ooms) >= 0 && ooms > 0)
-                j->outcome.oom_killed = true;
+        job_read_oom_kills(j);
+        sigkill_wait(&j->runtime.oom_pin);
 }
 
 static void record_outcome(Job *j, int r) {
@@ -57,9 +53,13 @@ static void record_outcome(Job *j, int r) {
         /* A step that failed because the job's service is being stopped (its scope goes with it, BindsTo=)
          * was cancelled, not a failure of pond's. */
         if (r < 0 && !o->cancelled && job_stop_requested(j)) {
+                /* The step's own reason (a sidecar that did not start, a scope that went) is the stop's
+                 * consequence, not its cause. */
                 o->cancelled = true;
+                free(o->reason);
+                o->reason = NULL;
                 job_fail(j, 0, "cancelled before the payload ran to its end (the job's service was stopped)");
-        } else if (r < 0) {
+        } else if (r < 0 && !o->refused) {
                 o->failed = true;
                 job_fail(j, r, "pond could not run the job (see the journal of its unit)");
         }
@@ -81,6 +81,7 @@ static int collect_manifest(Job *j, int staged_fd, json_object **ret) {
         CollectLimits limits = { lim->artifact_bytes, lim->artifact_files };
         _cleanup_manifest_ Manifest *m = NULL;
         _cleanup_json_ json_object *o = json_object_new_object(), *arr = NULL;
+        _cleanup_json_ json_object *truncated = NULL, *skipped = NULL, *bytes = NULL;
         const Stage *st = &j->staging.stage;
         char sha[SHA256_HEX_SIZE];
         int r;
@@ -100,16 +101,22 @@ static int collect_manifest(Job *j, int staged_fd, json_object **ret) {
         r = collect_artifacts(upper, lower, merged, j->input.spec->outputs, art, &limits, &m);
         if (r < 0)
                 return log_error_errno(r, "Cannot collect the job's artifacts: %m");
-        r = manifest_to_json(m, &arr);
-        if (r >= 0)
-                r = manifest_sha(m, sha);
+        /* Hashed and, when the result is written, serialized one entry at a time: no tree of the whole
+         * manifest (up to JOB_SPEC_MAX_ARTIFACT_FILES entries) in the supervisor's bounded memory. */
+        r = manifest_sha(m, sha);
+        if (r < 0)
+                return r;
+        truncated = json_object_new_boolean(m->truncated);
+        skipped = json_object_new_uint64(m->skipped);
+        bytes = json_object_new_uint64(m->total_bytes);
+        r = manifest_to_json_streamed(&m, &arr);
         if (r < 0)
                 return r;
         json_object_object_add(o, "output_sha", json_object_new_string(sha));
         json_object_object_add(o, "artifacts", TAKE_PTR(arr));
-        json_object_object_add(o, "artifacts_truncated", json_object_new_boolean(m->truncated));
-        json_object_object_add(o, "artifacts_skipped", json_object_new_uint64(m->skipped));
-        json_object_object_add(o, "artifacts_bytes", json_object_new_uint64(m->total_bytes));
+        json_object_object_add(o, "artifacts_truncated", TAKE_PTR(truncated));
+        json_object_object_add(o, "artifacts_skipped", TAKE_PTR(skipped));
+        json_object_object_add(o, "artifacts_bytes", TAKE_PTR(bytes));
         *ret = TAKE_PTR(o);
         return 0;
 }

@@ -118,12 +118,41 @@ static int start_scope(Job *j) {
         return 0;
 }
 
-/* Both levels: the limit may be hit in the payload's own memcg or in the scope's. */
+/* On v1 the memcgs (and their oom_kill counts) would go with the payload, before job_collect() reads them:
+ * a sleeping child, never the OOM killer's choice, holds the payload's memcg (and so the scope's) until then.
+ * It is in no other hierarchy: systemd's KillUnit and the runtime's kill do not see it. */
+static void pin_oom_counters(Job *j, const char *payload) {
+        int r;
+
+        r = safe_fork("(pond-oom-pin)", FORK_EXEC_FLAGS, &j->runtime.oom_pin);
+        if (r < 0) {
+                log_warning_errno(r, "Cannot fork the OOM counter pin: %m");
+                return;
+        }
+        if (r == 0) {
+                _cleanup_close_ int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+                if (fd >= 0)
+                        (void) write_all(fd, "-1000", 5);
+                for (;;)
+                        pause();
+        }
+        r = cgroup_oom_pin(payload, j->runtime.oom_pin.pid);
+        if (r < 0)
+                r = cgroup_oom_pin(j->paths.scope_cgroup, j->runtime.oom_pin.pid);
+        if (r < 0) {
+                log_debug_errno(r, "No v1 memcg to pin (%m): the counters are read while the scope exists.");
+                sigkill_wait(&j->runtime.oom_pin);
+        }
+}
+
+/* Both levels: the limit may be hit in the payload's own memcg or in the scope's. The notifications are
+ * hints to read the counters (they also fire when a memcg is removed). */
 static void watch_oom(Job *j) {
         _cleanup_free_ char *payload = NULL;
 
         if (asprintf(&payload, "%s/payload", j->paths.scope_cgroup) < 0)
                 return;
+        pin_oom_counters(j, payload);
         if (cgroup_oom_watch(j->paths.scope_cgroup, &j->runtime.oom_fds[0]) < 0 ||
             cgroup_oom_watch(payload, &j->runtime.oom_fds[1]) < 0)
                 log_debug("No v1 memory OOM notification here; relying on the OOM counters.");
@@ -187,6 +216,7 @@ int job_create_in_scope(Job *j) {
 
 void job_runtime_done(JobRuntime *rt) {
         sigkill_wait(&rt->create); /* normally reaped already (wait_create, job_collect) */
+        sigkill_wait(&rt->oom_pin); /* normally killed by job_collect() once the counters are read */
         if (rt->log_open)
                 output_log_close(&rt->log);
         for (int i = 0; i < 2; i++) {

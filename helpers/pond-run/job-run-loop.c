@@ -2,6 +2,7 @@
 /* job-run-loop.c: steps 7 and 8 of the design, while the job runs: drain its stdout/stderr into the log,
  * enforce the wall clock, honour cancellation (SIGTERM from `systemctl stop`) and the cost ceiling (the
  * broker's unit changes, job-broker.c), and notice the container's init exiting. */
+#include <inttypes.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -9,14 +10,26 @@
 #include <systemd/sd-event.h>
 #include <time.h>
 
+#include "cgroup.h"
 #include "job.h"
 #include "log.h"
+
+/* A gVisor sandbox is several host processes (sentry, gofer, the systrap stubs, pooled and kept): one of
+ * them killed from outside wedges the sandbox, which then runs to its wall clock. The payload's task set is
+ * sampled; a process that leaves it while the sandbox (the init) lives ends the job with a reason. */
+#define SANDBOX_WATCH_USEC (1000ULL * 1000)
+#define SANDBOX_GRACE_USEC (2000ULL * 1000)
+#define SANDBOX_WATCH_MAX 256
 
 typedef struct Loop {
         Job *job;
         sd_event *event;
         int open_streams;
         bool init_exited;
+        pid_t tasks[SANDBOX_WATCH_MAX];
+        size_t n_tasks;
+        bool tasks_known;
+        pid_t lost;                     /* a process that left the sandbox, waiting out the grace period */
 } Loop;
 
 static void maybe_exit(Loop *l) {
@@ -46,18 +59,34 @@ static int on_output(sd_event_source *s, int fd, uint32_t revents, void *userdat
         return 0;
 }
 
+/* Only the kernel's count of OOM kills in the scope (its memcgs' oom_kill) makes a job OOM-killed: the v1
+ * notification also fires when a memcg is removed, which every job's end does. */
+void job_read_oom_kills(Job *j) {
+        uint64_t n = 0;
+        int r;
+
+        if (!j->runtime.scope_cgroup || j->outcome.oom_killed)
+                return;
+        r = cgroup_oom_kills(j->runtime.scope_cgroup, &n);
+        if (r < 0) {
+                log_debug_errno(r, "Cannot read the OOM kill count of %s: %m", j->runtime.scope_cgroup);
+                return;
+        }
+        if (n == 0)
+                return;
+        j->outcome.oom_killed = true;
+        audit_event(&j->audit, POND_EVENT_KILLED, AUDIT_NO_RC, "out of memory in %s: the kernel's OOM killer "
+                    "killed %" PRIu64 " process(es)", j->paths.scope, n);
+}
+
 static int on_oom(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Loop *l = userdata;
-        Job *j = l->job;
         uint64_t n;
 
-        if (read(fd, &n, sizeof n) == (ssize_t) sizeof n && !j->outcome.oom_killed) {
-                j->outcome.oom_killed = true;
-                audit_event(&j->audit, POND_EVENT_KILLED, AUDIT_NO_RC, "out of memory in %s: the kernel's "
-                            "OOM killer acts", j->paths.scope);
-        }
-        /* One notification is all we need; the memcg may be gone soon. */
-        return sd_event_source_set_enabled(s, SD_EVENT_OFF);
+        /* A hint: an OOM, or the memcg going away. The count decides; job_collect() reads it again. */
+        (void) read(fd, &n, sizeof n);
+        job_read_oom_kills(l->job);
+        return 0;
 }
 
 void job_kill_payload(Job *j) {
@@ -100,10 +129,55 @@ static int on_init_exit(sd_event_source *s, const siginfo_t *si, void *userdata)
         else
                 o->exit_signal = si->si_status;
         l->init_exited = true;
+        /* While the scope is surely there (cgroup v2 has no pin, job-create.c): the kill below may empty it. */
+        job_read_oom_kills(l->job);
         /* Whatever the init left behind in the scope (a daemonized grandchild holding the pipes) goes too. */
         job_kill_payload(l->job);
         maybe_exit(l);
         return 0;
+}
+
+static bool task_in(const pid_t *set, size_t n, pid_t pid) {
+        for (size_t i = 0; i < n; i++)
+                if (set[i] == pid)
+                        return true;
+        return false;
+}
+
+static int on_sandbox_watch(sd_event_source *s, uint64_t usec, void *userdata) {
+        _cleanup_free_ char *payload = NULL;
+        Loop *l = userdata;
+        Job *j = l->job;
+        pid_t now[SANDBOX_WATCH_MAX];
+        size_t n = 0;
+
+        if (l->init_exited || j->outcome.cancelled || j->outcome.timed_out || j->outcome.failed)
+                return 0;
+        /* A process left and the sandbox is still there a grace period later (a sandbox that ends on its
+         * own takes its processes with it and exits within it): wedged. */
+        if (l->lost > 0) {
+                j->outcome.failed = true;
+                job_fail(j, 0, "the gVisor sandbox lost one of its processes (pid %d) and cannot make progress: "
+                         "ended instead of running to its wall clock", (int) l->lost);
+                audit_event(&j->audit, POND_EVENT_KILLED, AUDIT_NO_RC, "sandbox process %d of %s is gone: "
+                            "killing it", (int) l->lost, j->paths.scope);
+                job_kill_payload(j);
+                return 0;
+        }
+        if (asprintf(&payload, "%s/payload", j->paths.scope_cgroup) < 0 ||
+            cgroup_read_procs(payload, now, ELEMENTSOF(now), &n) < 0)
+                return 0;
+        for (size_t i = 0; l->tasks_known && i < l->n_tasks; i++)
+                if (!task_in(now, n, l->tasks[i]) && l->tasks[i] != j->runtime.init_pid) {
+                        l->lost = l->tasks[i];
+                        return sd_event_source_set_time_relative(s, SANDBOX_GRACE_USEC) < 0 ? 0 :
+                               sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+                }
+        memcpy(l->tasks, now, n * sizeof now[0]);
+        l->n_tasks = n;
+        l->tasks_known = true;
+        return sd_event_source_set_time_relative(s, SANDBOX_WATCH_USEC) < 0 ? 0 :
+               sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
 }
 
 static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -171,6 +245,9 @@ static int add_sources(Loop *l) {
         for (int i = 0; r >= 0 && i < 2; i++)
                 if (j->runtime.oom_fds[i] >= 0)
                         r = sd_event_add_io(e, NULL, j->runtime.oom_fds[i], EPOLLIN, on_oom, l);
+        /* From a second after the start: the runtime's own start-up processes have come and gone by then. */
+        if (r >= 0 && j->input.provider && streq(j->input.provider->name, "runsc"))
+                r = sd_event_add_time_relative(e, NULL, CLOCK_MONOTONIC, SANDBOX_WATCH_USEC, 0, on_sandbox_watch, l);
         if (r >= 0)
                 r = job_resview_watch(j, e);
         if (r >= 0)

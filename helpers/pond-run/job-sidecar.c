@@ -12,7 +12,10 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 
+#include "broker-config.h"
 #include "fileio.h"
 #include "job.h"
 #include "json-strict.h"
@@ -21,6 +24,7 @@
 #define STATS_MAX (64 * 1024)
 
 typedef struct SidecarType {
+        const char *name;               /* its key in the result */
         const char *what;               /* names it in messages and in the job's failure reason */
         uint16_t port;                  /* where it listens, on the host side of the job's veth */
         /* The configuration for this job, or *ret = NULL when the job has no such sidecar. */
@@ -35,12 +39,14 @@ typedef struct SidecarType {
 
 static const SidecarType sidecar_types[_POND_SIDECAR_MAX] = {
         [POND_SIDECAR_EGRESS] = {
+                .name = "egress",
                 .what = "egress proxy",
                 .port = NET_PROXY_PORT,
                 .build = job_egress_config,
                 .check = job_egress_check,
         },
         [POND_SIDECAR_BROKER] = {
+                .name = "broker",
                 .what = "credential broker (a credential may not open for this job and worker)",
                 .port = NET_BROKER_PORT,
                 .build = job_broker_config,
@@ -134,6 +140,44 @@ int job_sidecars_write(Job *j) {
         return 0;
 }
 
+/* The main process's exit as systemd reports it (org.freedesktop.systemd1.Service). */
+static int on_exit_changed(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        JobSidecar *sc = userdata;
+        const char *interface, *name;
+        int32_t code = 0, status = 0;
+        int r;
+
+        if (sd_bus_message_read(m, "s", &interface) < 0 || !streq(interface, "org.freedesktop.systemd1.Service"))
+                return 0;
+        r = sd_bus_message_enter_container(m, 'a', "{sv}");
+        while (r >= 0 && (r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
+                r = sd_bus_message_read(m, "s", &name);
+                if (r >= 0)
+                        r = streq(name, "ExecMainCode") ? sd_bus_message_read(m, "v", "i", &code) :
+                            streq(name, "ExecMainStatus") ? sd_bus_message_read(m, "v", "i", &status) :
+                            sd_bus_message_skip(m, "v");
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(m);
+        }
+        if (r >= 0 && code > 0) {
+                sc->exit_code = code;
+                sc->exit_status = status;
+        }
+        return 0;
+}
+
+static int watch_exit(Job *j, PondSidecar s) {
+        _cleanup_free_ char *object = NULL;
+        int r;
+
+        r = sd_bus_path_encode("/org/freedesktop/systemd1/unit", j->paths.sidecars[s].unit, &object);
+        if (r < 0)
+                return r;
+        return sd_bus_match_signal(j->bus, &j->sidecars[s].watch_exit, "org.freedesktop.systemd1", object,
+                                   "org.freedesktop.DBus.Properties", "PropertiesChanged", on_exit_changed,
+                                   &j->sidecars[s]);
+}
+
 /* Without waiting: the units come up while the runtime creates the container. */
 int job_sidecars_start(Job *j) {
         int r;
@@ -143,6 +187,9 @@ int job_sidecars_start(Job *j) {
 
                 if (!j->sidecars[s].up)
                         continue;
+                r = watch_exit(j, s);
+                if (r < 0)
+                        return log_error_errno(r, "Cannot watch %s: %m", unit);
                 r = unit_start_begin(j->bus, unit, &j->sidecars[s].starting);
                 if (r < 0)
                         return log_error_errno(r, "Cannot start %s: %m", unit);
@@ -150,16 +197,127 @@ int job_sidecars_start(Job *j) {
         return 0;
 }
 
+const char *job_sidecar_name(PondSidecar s) {
+        return s >= 0 && s < _POND_SIDECAR_MAX ? sidecar_types[s].name : NULL;
+}
+
+PondSidecar job_sidecar_died(const Job *j) {
+        PondSidecar first = _POND_SIDECAR_INVALID;
+
+        for (PondSidecar s = 0; s < _POND_SIDECAR_MAX; s++)
+                if (j->sidecars[s].died_usec != 0 &&
+                    (first < 0 || j->sidecars[s].died_usec < j->sidecars[first].died_usec))
+                        first = s;
+        return first;
+}
+
+/* The ActiveState in a PropertiesChanged of org.freedesktop.systemd1.Unit, or NULL. */
+static const char *changed_active_state(sd_bus_message *m) {
+        const char *interface, *name, *state = NULL;
+        int r;
+
+        if (sd_bus_message_read(m, "s", &interface) < 0 || !streq(interface, "org.freedesktop.systemd1.Unit"))
+                return NULL;
+        r = sd_bus_message_enter_container(m, 'a', "{sv}");
+        while (r >= 0 && (r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
+                r = sd_bus_message_read(m, "s", &name);
+                if (r >= 0)
+                        r = streq(name, "ActiveState") ? sd_bus_message_read(m, "v", "s", &state)
+                                                       : sd_bus_message_skip(m, "v");
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(m);
+        }
+        return r < 0 ? NULL : state;
+}
+
+/* Whether the broker's main process exited with status (BROKER_EXIT_*). */
+static bool broker_exited_with(Job *j, PondSidecar s, int status) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_free_ char *object = NULL;
+        int32_t code = 0, st = 0;
+
+        if (s != POND_SIDECAR_BROKER)
+                return false;
+        if (j->sidecars[s].exit_code > 0)
+                return j->sidecars[s].exit_code == CLD_EXITED && j->sidecars[s].exit_status == status;
+        if (sd_bus_path_encode("/org/freedesktop/systemd1/unit", j->paths.sidecars[s].unit, &object) < 0 ||
+            sd_bus_get_property_trivial(j->bus, "org.freedesktop.systemd1", object,
+                                        "org.freedesktop.systemd1.Service", "ExecMainCode", &error, 'i', &code) < 0 ||
+            sd_bus_get_property_trivial(j->bus, "org.freedesktop.systemd1", object,
+                                        "org.freedesktop.systemd1.Service", "ExecMainStatus", &error, 'i', &st) < 0)
+                return false;
+        return code == CLD_EXITED && st == status;
+}
+
+/* The broker exits with BROKER_EXIT_CEILING when the job's budget is spent: that is the cost ceiling
+ * (job-broker.c), not a death, whichever of the two signals comes first. */
+static bool exited_at_ceiling(Job *j, PondSidecar s) {
+        return broker_exited_with(j, s, BROKER_EXIT_CEILING);
+}
+
+/* A sidecar's unit left "active" while the payload runs, and nobody asked for it: the result says which
+ * and when, and (the default policy) the job fails: an agent whose proxy or broker is gone cannot do what
+ * it was asked, and the network stays denied (nftables lets it reach only their ports). */
+static int on_state_changed(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        JobSidecar *sc = userdata;
+        Job *j = sc->job;
+        PondSidecar s = (PondSidecar) (sc - j->sidecars);
+        const char *state = changed_active_state(m);
+
+        if (!state || streq(state, "active") || streq(state, "reloading") || sc->died_usec != 0)
+                return 0;
+        /* Not a death: the job is over or being stopped (BindsTo= stops the sidecars too). */
+        if (j->outcome.ended_usec != 0 || j->outcome.cancelled || job_stop_requested(j))
+                return 0;
+        if (exited_at_ceiling(j, s)) {
+                job_cost_ceiling(j);
+                return 0;
+        }
+        sc->died_usec = clock_usec(CLOCK_REALTIME);
+        sc->died_state = strdup(state);
+        audit_event(&j->audit, POND_EVENT_KILLED, AUDIT_NO_RC, "the %s died while the job ran (%s is %s): "
+                    "killing %s", sidecar_types[s].name, j->paths.sidecars[s].unit, state, j->paths.scope);
+        if (!j->input.resolved || j->input.resolved->on_sidecar_death == SIDECAR_DEATH_FAIL) {
+                j->outcome.failed = true;
+                job_fail(j, 0, "the %s (%s) died while the job ran", sidecar_types[s].name,
+                         j->paths.sidecars[s].unit);
+                job_kill_payload(j);
+        }
+        return 0;
+}
+
 static int watch(Job *j, PondSidecar s) {
         _cleanup_free_ char *object = NULL;
+        JobSidecar *sc = &j->sidecars[s];
         int r;
 
         r = sd_bus_path_encode("/org/freedesktop/systemd1/unit", j->paths.sidecars[s].unit, &object);
         if (r < 0)
                 return r;
-        return sd_bus_match_signal(j->bus, &j->sidecars[s].watch, "org.freedesktop.systemd1", object,
+        sc->job = j;
+        r = sd_bus_match_signal(j->bus, &sc->watch_state, "org.freedesktop.systemd1", object,
+                                "org.freedesktop.DBus.Properties", "PropertiesChanged", on_state_changed, sc);
+        if (r < 0 || !sidecar_types[s].on_changed)
+                return r;
+        return sd_bus_match_signal(j->bus, &sc->watch, "org.freedesktop.systemd1", object,
                                    "org.freedesktop.DBus.Properties", "PropertiesChanged",
                                    sidecar_types[s].on_changed, j);
+}
+
+/* A unit that died between its READY and the match above sent its signal already: ask once. */
+static int check_alive(Job *j, PondSidecar s) {
+        _cleanup_free_ char *state = NULL;
+        int r;
+
+        r = unit_active_state(j->bus, j->paths.sidecars[s].unit, &state);
+        if (r < 0)
+                return r;
+        if (streq(state, "active"))
+                return 0;
+        j->sidecars[s].died_usec = clock_usec(CLOCK_REALTIME);
+        j->sidecars[s].died_state = TAKE_PTR(state);
+        return job_fail(j, -ESRCH, "the %s (%s) died before the payload ran (%s)", sidecar_types[s].name,
+                        j->paths.sidecars[s].unit, j->sidecars[s].died_state);
 }
 
 /* Before the payload may run: every sidecar is up (READY=1), or the job does not run; and watched, before
@@ -173,17 +331,27 @@ int job_sidecars_wait(Job *j) {
                 if (!j->sidecars[s].starting)
                         continue;
                 r = unit_start_finish(j->bus, TAKE_PTR(j->sidecars[s].starting));
+                /* A credential that does not open for this job and worker: a refusal, nothing ran. */
+                if (r < 0 && broker_exited_with(j, s, BROKER_EXIT_CREDENTIAL)) {
+                        j->outcome.refused = true;
+                        return job_fail(j, r, "refused: a credential does not open for this job and worker "
+                                        "(sealed for another, or altered; see the journal of %s)",
+                                        j->paths.sidecars[s].unit);
+                }
                 if (r < 0) {
                         log_error_errno(r, "The %s of %s did not start: %m", what, j->paths.id);
                         return job_fail(j, r, "the %s did not start (see the journal of its unit)", what);
                 }
         }
         for (PondSidecar s = 0; s < _POND_SIDECAR_MAX; s++) {
-                if (!j->sidecars[s].up || !sidecar_types[s].on_changed)
+                if (!j->sidecars[s].up)
                         continue;
                 r = watch(j, s);
                 if (r < 0)
                         return log_error_errno(r, "Cannot watch %s: %m", j->paths.sidecars[s].unit);
+                r = check_alive(j, s);
+                if (r < 0)
+                        return log_error_errno(r, "%s is not running: %m", j->paths.sidecars[s].unit);
         }
         return 0;
 }
@@ -204,6 +372,8 @@ static int sidecar_stop(Job *j, PondSidecar s) {
         int r;
 
         sc->watch = sd_bus_slot_unref(sc->watch);
+        sc->watch_state = sd_bus_slot_unref(sc->watch_state);
+        sc->watch_exit = sd_bus_slot_unref(sc->watch_exit);
         r = j->bus ? unit_stop(j->bus, p->unit) : -ENOTCONN;
         read_stats(p, &sc->stats);
         (void) rm_rf_at(AT_FDCWD, p->runtime_dir);
@@ -232,6 +402,9 @@ void job_sidecar_done(JobSidecar *sc) {
         json_object_put(sc->config);
         unit_start_free(sc->starting);
         sd_bus_slot_unref(sc->watch);
+        sd_bus_slot_unref(sc->watch_state);
+        sd_bus_slot_unref(sc->watch_exit);
         json_object_put(sc->stats);
+        free(sc->died_state);
         *sc = (JobSidecar) {};
 }

@@ -5,23 +5,46 @@
  * the result appears in one step, signed, or not at all. Also for refusals and for `pond-run --cleanup`. */
 #include <fcntl.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
+#include <systemd/sd-id128.h>
 #include <time.h>
 
 #include "collect.h"
+#include "dirs.h"
 #include "fileio.h"
 #include "job.h"
 #include "keys.h"
 #include "log.h"
 #include "result.h"
 
-/* The signing key arrives as a systemd credential; outside a unit (tests, the demo) from the key dir. */
+/* The signing key arrives as a systemd credential; outside a unit (tests, the demo) from the key dir. The
+ * credential is a 0400 copy whatever the source's mode: the source in the key dir is checked too, so that a
+ * key others could read (and so sign with) is refused, as docs/operations.md promises. */
+int job_check_key_source(const char *file) {
+        _cleanup_free_ char *source = NULL;
+        int r;
+
+        if (!getenv("CREDENTIALS_DIRECTORY"))
+                return 0; /* read from the key dir itself: key_load_secret() checks it */
+        if (asprintf(&source, "%s/%s", pond_dir(POND_DIR_KEY), file) < 0)
+                return -ENOMEM;
+        r = key_check_secret_file(source);
+        if (r < 0)
+                return log_error_errno(r, "Refusing the key %s: %s: %m", source,
+                                       r == -EPERM ? "it must be root's and 0600 or stricter" : "not a regular file");
+        return 0;
+}
+
 int job_load_signing_key(Job *j) {
         _cleanup_free_ char *path = job_worker_key_path("sign.key");
         int r;
 
         if (!path)
                 return -ENOMEM;
+        r = job_check_key_source(KEY_SIGN_SECRET_FILE);
+        if (r < 0)
+                return r;
         r = key_load_secret(path, KEY_SIGN_SECRET_SIZE, &j->sign_sk);
         if (r < 0)
                 return log_error_errno(r, "Cannot load the signing key %s: %m", path);
@@ -98,6 +121,22 @@ static int empty_artifacts(json_object **ret) {
         return 0;
 }
 
+/* Which sidecar died while the payload ran, when, and in which state systemd saw its unit; null if none. */
+static void add_sidecar_died(const Job *j, json_object *o) {
+        PondSidecar s = job_sidecar_died(j);
+        json_object *d;
+
+        if (s < 0) {
+                json_object_object_add(o, "sidecar_died", NULL);
+                return;
+        }
+        d = json_object_new_object();
+        json_object_object_add(d, "sidecar", json_object_new_string(job_sidecar_name(s)));
+        json_object_object_add(d, "at", json_time(j->sidecars[s].died_usec));
+        json_object_object_add(d, "unit_state", json_str(j->sidecars[s].died_state));
+        json_object_object_add(o, "sidecar_died", d);
+}
+
 static void add_posture(Job *j, json_object *o) {
         const JobInput *in = &j->input;
         const ResolvedPolicy *res = in->resolved;
@@ -113,7 +152,8 @@ static void add_posture(Job *j, json_object *o) {
                 json_object_object_add(o, "limits", build_limits(in));
         json_object_object_add(o, "exit", build_exit(&j->outcome));
         json_object_object_add(o, "times", build_times(&j->outcome));
-        if (j->runtime.log_open && output_log_stats(&j->runtime.log, &log_stats) >= 0)
+        /* Signed only with the files it covers: job_collect() links the log into the result once it ran. */
+        if (j->runtime.log_open && j->outcome.started_usec != 0 && output_log_stats(&j->runtime.log, &log_stats) >= 0)
                 json_object_object_add(o, "log", log_stats);
         json_object_object_add(o, "resources", job_resview_json(j));
         json_object_object_add(o, "network", json_str(res ? net_posture_to_string(res->net) : NULL));
@@ -121,6 +161,24 @@ static void add_posture(Job *j, json_object *o) {
                 json_object_object_add(o, "egress", json_object_get(j->sidecars[POND_SIDECAR_EGRESS].stats));
         if (j->sidecars[POND_SIDECAR_BROKER].stats)
                 json_object_object_add(o, "broker", json_object_get(j->sidecars[POND_SIDECAR_BROKER].stats));
+        add_sidecar_died(j, o);
+}
+
+/* Who signs: the key's id (its fingerprint, as `pondctl keygen` prints it), so that a verifier with several
+ * pinned keys knows which one to use, and the worker's id (the machine id, made specific to pond: stable for
+ * the machine, not the machine id itself). Covered by the signature like everything else. */
+#define POND_WORKER_APP_ID SD_ID128_MAKE(31, 87, 2f, 02, 0f, 79, 4b, cb, ad, 98, 2c, 3e, 20, d4, 77, cc)
+
+static json_object *build_signer(const Job *j) {
+        json_object *o = json_object_new_object();
+        char fp[KEY_FINGERPRINT_SIZE];
+        sd_id128_t id;
+
+        key_fingerprint(j->sign_sk + KEY_SIGN_SECRET_SIZE - KEY_SIGN_PUBLIC_SIZE, KEY_SIGN_PUBLIC_SIZE, fp);
+        json_object_object_add(o, "key_id", json_object_new_string(fp));
+        json_object_object_add(o, "worker_id", sd_id128_get_machine_app_specific(POND_WORKER_APP_ID, &id) >= 0
+                               ? json_object_new_string(SD_ID128_TO_STRING(id)) : NULL);
+        return o;
 }
 
 static int build_result(Job *j, const char *input_sha, json_object **ret) {
@@ -134,6 +192,7 @@ static int build_result(Job *j, const char *input_sha, json_object **ret) {
         json_object_object_add(o, "status", json_object_new_string(job_status(j)));
         json_object_object_add(o, "reason", json_str(j->outcome.reason));
         json_object_object_add(o, "input_sha", json_str(input_sha));
+        json_object_object_add(o, "signer", build_signer(j));
         add_posture(j, o);
         json_object_object_foreach(j->result.artifacts, key, value)
                 json_object_object_add(o, key, json_object_get(value));

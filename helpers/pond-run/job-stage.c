@@ -47,9 +47,9 @@ int job_stage(Job *j) {
         r = sd_bus_open_system(&j->bus);
         if (r < 0)
                 return log_error_errno(r, "Cannot connect to the system bus: %m");
-        /* Finish the handshake now: sd-bus authenticates lazily, and dbus-daemon closes a connection that
-         * has not authenticated within 30 s, which a slow staging or network step on a loaded worker once
-         * exceeded (the sidecar's start then failed with ENOTCONN). */
+        /* Authenticated now, not at the first call: the bus daemon closes a connection that has not
+         * authenticated within its auth timeout (30 s), and under load staging and the network take longer
+         * (16 runsc jobs at once: "Transport endpoint is not connected" at the first call). */
         const char *unique;
         r = sd_bus_get_unique_name(j->bus, &unique);
         if (r < 0)

@@ -5,7 +5,9 @@
  * --cleanup` (the unit's ExecStopPost, after a supervisor that may have died anywhere, even by SIGKILL)
  * runs the same list with every sidecar and every provider assumed. */
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 
 #include "fileio.h"
@@ -29,6 +31,50 @@ static int reap_orphans(Job *j) {
         return 0;
 }
 
+/* Unmounts (lazily, deepest first) whatever is mounted at or below dir: what a runtime killed half-way
+ * left there (runc's runc.XXXXXX bind mount of its cloned binary). */
+static int unmount_below(const char *dir) {
+        _cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
+        _cleanup_strv_free_ char **points = NULL;
+        _cleanup_free_ char *line = NULL;
+        size_t n = 0, len = strlen(dir);
+        int r = 0;
+
+        if (!f)
+                return -errno;
+        while (getline(&line, &n, f) > 0) {
+                char mp[4096];
+
+                /* ID PARENT MAJ:MIN ROOT MOUNTPOINT ...: pond's paths have no characters mountinfo escapes. */
+                if (sscanf(line, "%*s %*s %*s %*s %4095s", mp) != 1 || strncmp(mp, dir, len) != 0 ||
+                    (mp[len] != 0 && mp[len] != '/'))
+                        continue;
+                if (strv_push(&points, strdup(mp)) < 0)
+                        return -ENOMEM;
+        }
+        for (size_t i = strv_length(points); i > 0; i--)
+                if (umount2(points[i - 1], MNT_DETACH | UMOUNT_NOFOLLOW) < 0 && errno != EINVAL && errno != ENOENT)
+                        r = log_debug_errno(errno, "Cannot unmount %s: %m", points[i - 1]);
+        return r;
+}
+
+/* `runc delete --force` can exit 0 and leave its state directory (EBUSY on a bind mount of its own): the
+ * state is checked to be gone, and what is left is unmounted and removed. */
+static int remove_state_dir(const RuntimeJob *rj) {
+        _cleanup_free_ char *dir = NULL;
+        int r;
+
+        if (asprintf(&dir, "%s/%s", rj->state_root, rj->container_id) < 0)
+                return -ENOMEM;
+        if (access(dir, F_OK) < 0)
+                return 0;
+        log_warning("The runtime left %s behind: unmounting and removing it.", dir);
+        r = unmount_below(dir);
+        if (r < 0)
+                return r;
+        return rm_rf_at(AT_FDCWD, dir);
+}
+
 static int delete_container(const RuntimeProvider *p, const JobPaths *paths) {
         _cleanup_strv_free_ char **argv = NULL;
         RuntimeJob rj = { .state_root = paths->runtime_root, .container_id = paths->container };
@@ -42,6 +88,12 @@ static int delete_container(const RuntimeProvider *p, const JobPaths *paths) {
                 r = runtime_exec(argv, RUNTIME_DELETE_USEC);
                 if (r != 0)
                         return r < 0 ? r : -EIO;
+                /* Its exit status is not enough: a state directory the runtime keeps must be gone. */
+                if (p->has_state == runtime_state_dir_exists) {
+                        r = remove_state_dir(&rj);
+                        if (r < 0)
+                                return r;
+                }
         }
         if (p->forget)
                 p->forget(&rj);

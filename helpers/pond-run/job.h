@@ -69,12 +69,19 @@ typedef struct JobNetwork {
 
 /* One sidecar unit of the job (job-sidecar.c); its files are in JobPaths.sidecars[]. */
 typedef struct JobSidecar {
+        struct Job *job;                /* the job it belongs to (its unit's signals' userdata) */
         json_object *config;            /* built and checked at acceptance, completed by job_network; NULL:
                                          * this job has no such sidecar */
         bool up;                        /* its configuration is written: stopping it is part of every exit */
         UnitStart *starting;
         sd_bus_slot *watch;             /* PropertiesChanged of its unit, while the payload runs */
+        sd_bus_slot *watch_state;       /* the unit's ActiveState, while the payload runs: its death */
+        sd_bus_slot *watch_exit;        /* its main process's exit, from its start on (a failed unit is
+                                         * garbage-collected before its properties can be asked) */
+        int32_t exit_code, exit_status; /* ExecMainCode (CLD_*), ExecMainStatus; 0: not seen */
         json_object *stats;             /* its totals, read after its stop */
+        uint64_t died_usec;             /* when it was seen dead while the payload ran, or 0 */
+        char *died_state;               /* the unit's ActiveState then */
 } JobSidecar;
 
 /* The confined job's private $HOME: a size-capped tmpfs under the run directory with the spec's
@@ -92,7 +99,9 @@ typedef struct JobRuntime {
         PidRef create;                  /* the runtime's create step, until it exits */
         pid_t init_pid;
         int out_pipe[2], err_pipe[2];
-        int oom_fds[2];                 /* OOM notifications of the scope's and the payload's memcg (v1) */
+        int oom_fds[2];                 /* OOM notifications of the scope's and the payload's memcg (v1): hints */
+        PidRef oom_pin;                 /* a sleeping process in the payload's v1 memcg only: keeps the memcg
+                                         * and its oom_kill count until job_collect() has read them */
 } JobRuntime;
 
 /* What the job sees of its resources, and its leased CPUs (job-resview.c). */
@@ -140,7 +149,7 @@ typedef struct Job {
 
 #define INPUT_HASH_NULL { .checkout_fd = -EBADF }
 #define JOB_RUNTIME_NULL { .create = PIDREF_NULL, .out_pipe = { -EBADF, -EBADF }, .err_pipe = { -EBADF, -EBADF }, \
-                           .oom_fds = { -EBADF, -EBADF } }
+                           .oom_fds = { -EBADF, -EBADF }, .oom_pin = PIDREF_NULL }
 #define JOB_OUTCOME_NULL { .exit_status = -1 }
 #define JOB_RESULT_NULL { .results_fd = -EBADF, .staged_fd = -EBADF }
 #define JOB_NULL { .input_hash = INPUT_HASH_NULL, .runtime = JOB_RUNTIME_NULL, .outcome = JOB_OUTCOME_NULL, \
@@ -190,6 +199,9 @@ int job_sidecars_write(Job *j);
 int job_sidecars_start(Job *j);
 int job_sidecars_wait(Job *j);
 int job_sidecars_stop(Job *j);
+/* The first sidecar seen dead while the payload ran, or _POND_SIDECAR_INVALID. */
+PondSidecar job_sidecar_died(const Job *j);
+const char *job_sidecar_name(PondSidecar s);
 void job_sidecar_done(JobSidecar *s);
 /*    job-egress.c, job-broker.c: what is particular to each sidecar. */
 int job_egress_config(const Job *j, json_object **ret, char **ret_error);
@@ -234,6 +246,8 @@ int job_start(Job *j);
 int job_run_loop(Job *j);
 /* A stop of the job's service is under way: its SIGTERM is pending here, or the unit is deactivating. */
 bool job_stop_requested(Job *j);
+/* Reads the scope's oom_kill count while it is there: the only thing that makes a job OOM-killed. */
+void job_read_oom_kills(Job *j);
 /* Kills everything in the payload's scope (the init at least, if the scope is gone). */
 void job_kill_payload(Job *j);
 /* The broker reports the job's budget spent: the job is cancelled, the reason recorded, and the payload
@@ -250,6 +264,9 @@ int job_sign(Job *j);
 int job_result_stage(Job *j);
 void job_result_done(JobResult *res);
 int job_load_signing_key(Job *j);
+/* Under a unit, a secret key is a credential (a 0400 copy): its source in the key dir must be root's and
+ * not readable by others, or it is refused. */
+int job_check_key_source(const char *file);
 
 /* 10. job-teardown.c: every step idempotent and in one order, for every exit path and for
  *     `pond-run --cleanup`: what runs is stopped (job_collect() needs that first), then what was made is

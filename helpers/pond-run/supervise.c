@@ -3,6 +3,7 @@
  * (fail closed), stage, network, bundle, create in the scope, start, run, collect, sign, and tear down on
  * every path. Also `pond-run --cleanup`, which runs the same teardown after a supervisor that is gone. */
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <systemd/sd-daemon.h>
 #include <time.h>
@@ -73,6 +74,9 @@ int supervise(const char *job_id) {
                 r = job_write_bundle(&j);
         if (r >= 0)
                 r = job_create_in_scope(&j);
+        /* A stop during the setup: the payload is not let go at all (job_collect() records the cancel). */
+        if (r >= 0 && job_stop_requested(&j))
+                r = -ECANCELED;
         if (r >= 0)
                 r = job_start(&j);
         if (r >= 0)
@@ -81,22 +85,43 @@ int supervise(const char *job_id) {
         if (r >= 0)
                 r = job_sign(&j);
         (void) job_teardown(&j);
+        if (j.outcome.refused && r >= 0)
+                return POND_RUN_EXIT_REFUSED;
         return r < 0 || j.outcome.failed ? POND_RUN_EXIT_FAILED : POND_RUN_EXIT_OK;
 }
 
-/* The supervisor is gone without a result: a signed "failed" one, so the control plane is not left
- * guessing. */
+/* What systemd says ended the supervisor (ExecStopPost's environment): a stop of the unit (its SIGTERM or
+ * SIGINT killed a supervisor that had not blocked them yet, or the stop timed out and SIGKILL followed) is
+ * a cancellation; anything else (a crash, SIGKILL from elsewhere, an exit without a result) a failure. */
+static bool stopped_by_request(void) {
+        const char *code = getenv("EXIT_CODE"), *status = getenv("EXIT_STATUS"), *result = getenv("SERVICE_RESULT");
+
+        if (result && streq(result, "timeout"))
+                return true;
+        return code && status && streq(code, "killed") && (streq(status, "TERM") || streq(status, "INT"));
+}
+
+/* The supervisor is gone without a result: a signed "failed" (or "cancelled") one, so the control plane is
+ * not left guessing. Nothing of the payload's exit is known: rc and signal stay null. */
 static void sign_failure(Job *j) {
         _cleanup_free_ char *path = NULL, *err = NULL;
         JobInput *in = &j->input;
+        const char *code = getenv("EXIT_CODE"), *status = getenv("EXIT_STATUS");
 
         if (job_load_signing_key(j) < 0)
                 return;
         if (asprintf(&path, "%s/job.json", j->paths.spool) >= 0 &&
             read_full_file(path, 1024 * 1024, &in->spec_buf, &in->spec_len) >= 0)
                 (void) job_spec_parse(in->spec_buf, in->spec_len, &in->spec, &err);
-        j->outcome.failed = true;
-        job_fail(j, 0, "the supervisor exited before the job finished");
+        if (stopped_by_request()) {
+                j->outcome.cancelled = true;
+                job_fail(j, 0, "cancelled: the job's service was stopped before the supervisor could sign "
+                         "(%s %s)", code ?: "?", status ?: "?");
+        } else {
+                j->outcome.failed = true;
+                job_fail(j, 0, "the supervisor exited before the job finished (%s %s)", code ?: "?",
+                         status ?: "?");
+        }
         (void) job_sign(j);
 }
 

@@ -145,6 +145,29 @@ static int follow_log(sd_bus *bus, const char *unit, CtlLogFollower *f) {
         }
 }
 
+/* A finished job's log is the one its result signs, shown only once the result verifies with the worker's
+ * key (log digests included): never the spool's copy, which nothing vouches for. */
+static int finished_log_dir(const JobPaths *paths, const char *id, CtlLogFollower *f) {
+        _cleanup_free_ char *result = NULL, *err = NULL;
+        uint8_t pk[KEY_SIGN_PUBLIC_SIZE];
+        int r;
+
+        if (asprintf(&result, "%s/%s", paths->results, id) < 0)
+                return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
+        if (access(result, F_OK) < 0)
+                return 0; /* still running: the spool's log, as it is written */
+        if (ctl_load_public_key(NULL, pk) < 0)
+                return CTL_EXIT_ERROR;
+        r = result_verify(result, pk, id, NULL, NULL, &err);
+        if (r < 0)
+                return ctl_fail(CTL_EXIT_UNVERIFIED, "The result of %s does not verify (%s): its log is not shown.",
+                                id, err ?: strerror(-r));
+        free(f->dir);
+        if (asprintf(&f->dir, "%s/%s", result, RESULT_LOG_DIR) < 0)
+                return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
+        return 0;
+}
+
 int ctl_verb_logs(int argc, char *argv[]) {
         static const struct option options[] = { { "follow", no_argument, NULL, 'f' }, {} };
         _cleanup_(ctl_log_follower_done) CtlLogFollower f = CTL_LOG_FOLLOWER_NULL;
@@ -169,6 +192,9 @@ int ctl_verb_logs(int argc, char *argv[]) {
                 return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
         if (!job_known(&paths, id))
                 return ctl_fail(CTL_EXIT_ERROR, "No job %s in %s.", id, paths.spool);
+        r = finished_log_dir(&paths, id, &f);
+        if (r != 0)
+                return r;
         (void) signal(SIGPIPE, SIG_IGN);
         if (!follow)
                 r = ctl_log_follower_drain(&f);

@@ -21,6 +21,9 @@
  * BROKER_EXIT_CEILING. */
 #define BROKER_STATUS_CEILING "cost ceiling reached"
 #define BROKER_EXIT_CEILING 3
+/* A credential does not open for this job and worker (sealed for another, or altered): the broker does
+ * not start, and the supervisor refuses the job before its payload runs. */
+#define BROKER_EXIT_CREDENTIAL 4
 
 typedef enum BrokerMethod {
         BROKER_METHOD_GET,

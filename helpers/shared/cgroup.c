@@ -3,6 +3,7 @@
  * the layout (cgroup-util.c) has, and the v1 directories the runtime leaves behind. */
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 
@@ -109,9 +110,63 @@ int cgroup_remove_leftovers(const char *scope_cgroup) {
         return r;
 }
 
+int cgroup_read_procs(const char *cgroup_path, pid_t *pids, size_t max, size_t *ret_n) {
+        CgroupLayout layout = cgroup_layout_detect(CGROUP_ROOT);
+        _cleanup_free_ char *dir = NULL, *buf = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        size_t n = 0;
+        int r;
+
+        r = cgroup_layout_has_v1(layout) ? cgroup_v1_path(CGROUP_ROOT, "pids", cgroup_path, &dir)
+                                         : cgroup_v2_path(CGROUP_ROOT, layout, cgroup_path, &dir);
+        if (r < 0)
+                return r;
+        fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        r = read_full_file_at(fd, "cgroup.procs", 1024 * 1024, &buf, NULL);
+        if (r < 0)
+                return r;
+        for (char *p = buf, *end; *p; p = end) {
+                long v = strtol(p, &end, 10);
+                if (end == p)
+                        break;
+                if (v > 0 && n < max)
+                        pids[n++] = (pid_t) v;
+                while (*end == '\n')
+                        end++;
+        }
+        *ret_n = n;
+        return 0;
+}
+
 /* On cgroup v1 the OOM counters vanish with the cgroup, and systemd removes an empty scope's cgroups as
- * soon as the payload is dead: the supervisor registers for the memcg's OOM notification instead
- * (cgroup.event_control), which fires when the memcg runs out of memory and the OOM killer acts. */
+ * soon as the payload is dead. A process placed in the memcg (and only there: systemd and KillUnit see the
+ * scope through another hierarchy) keeps it, and its oom_kill count, until the supervisor has read it. */
+int cgroup_oom_pin(const char *cgroup_path, pid_t pid) {
+        _cleanup_free_ char *dir = NULL, *procs = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        char line[32];
+        int r;
+
+        if (!cgroup_layout_has_v1(cgroup_layout_detect(CGROUP_ROOT)))
+                return -ENOENT;
+        if (pid <= 0)
+                return -EINVAL;
+        r = cgroup_v1_path(CGROUP_ROOT, "memory", cgroup_path, &dir);
+        if (r < 0)
+                return r;
+        if (asprintf(&procs, "%s/cgroup.procs", dir) < 0)
+                return -ENOMEM;
+        fd = open(procs, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        snprintf(line, sizeof line, "%d", (int) pid);
+        return write_all(fd, line, strlen(line));
+}
+
+/* The memcg's OOM notification (cgroup.event_control) fires when the memcg runs out of memory, but also
+ * when the memcg is removed: it is a hint to read the oom_kill count, never an OOM kill by itself. */
 int cgroup_oom_watch(const char *cgroup_path, int *ret_eventfd) {
         _cleanup_free_ char *dir = NULL;
         _cleanup_close_ int dfd = -EBADF, oom = -EBADF, ctl = -EBADF, efd = -EBADF;

@@ -3,14 +3,24 @@
  * (cgroup.c). The layout and the path helpers are in cgroup-util.h. */
 #pragma once
 
+#include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* Number of OOM kills recorded for a cgroup (v1 memory.oom_control or v2 memory.events), summed over
  * the cgroup and its descendants, since v1 counts a kill only where the limit was hit. */
 int cgroup_oom_kills(const char *cgroup_path, uint64_t *ret);
 
-/* An eventfd that becomes readable when the v1 memcg at cgroup_path hits OOM. -ENOENT without v1 memory. */
+/* Moves pid into the v1 memcg at cgroup_path (and no other hierarchy), so that the memcg and its oom_kill
+ * count outlive the payload until pid is killed. -ENOENT without v1 memory. */
+int cgroup_oom_pin(const char *cgroup_path, pid_t pid);
+
+/* An eventfd that becomes readable when the v1 memcg at cgroup_path hits OOM, or is removed: a hint to read
+ * cgroup_oom_kills(), no more. -ENOENT without v1 memory. */
 int cgroup_oom_watch(const char *cgroup_path, int *ret_eventfd);
+
+/* Up to max pids of the processes in the cgroup (v1: its pids hierarchy). */
+int cgroup_read_procs(const char *cgroup_path, pid_t *pids, size_t max, size_t *ret_n);
 
 /* rmdir()s what the runtime left of the payload's cgroup in hierarchies systemd does not manage. */
 int cgroup_remove_leftovers(const char *scope_cgroup);

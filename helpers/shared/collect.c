@@ -4,11 +4,14 @@
  * regular files into artifacts/ in sorted order while hashing, under the byte cap. Every open is an
  * openat2() beneath a dirfd that follows nothing; special files are never opened, so never block. */
 #include <fcntl.h>
+#include <json-c/printbuf.h>
 #include <limits.h>
+#include <sodium.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
+
 
 #include "collect.h"
 #include "fileio.h"
@@ -51,7 +54,18 @@ typedef struct Collect {
         Manifest *m;
         const CollectLimits *limits;
         uint64_t seen;
+        uint64_t name_bytes; /* paths and link targets as the result's JSON holds them (escaped) */
 } Collect;
+
+/* Bytes s takes in JSON, escapes counted as json-c writes them (at most 6 per byte). */
+static uint64_t json_escaped_len(const char *s) {
+        uint64_t n = 0;
+
+        for (const unsigned char *p = (const unsigned char *) (s ?: ""); *p; p++)
+                n += *p == '"' || *p == '\\' || *p == '\b' || *p == '\f' || *p == '\n' || *p == '\r' ||
+                     *p == '\t' ? 2 : *p < 0x20 || *p == 0x7f ? 6 : 1;
+        return n;
+}
 
 static void collect_skip(Collect *c, uint64_t n) {
         c->m->skipped += n;
@@ -80,6 +94,13 @@ static int collect_add(Collect *c, char *path, ArtifactKind kind, ArtifactChange
                 collect_skip(c, 1);
                 return 0;
         }
+        /* The signed result.json holds every name and must stay within RESULT_JSON_MAX. */
+        uint64_t name_bytes = json_escaped_len(p) + json_escaped_len(t);
+        if (c->name_bytes + name_bytes > COLLECT_MAX_NAME_BYTES) {
+                collect_skip(c, 1);
+                return 0;
+        }
+        c->name_bytes += name_bytes;
         if (m->n_artifacts == m->n_allocated) {
                 size_t a = m->n_allocated ? m->n_allocated * 2 : 32;
                 Artifact *n = reallocarray(m->artifacts, a, sizeof *n);
@@ -493,10 +514,19 @@ static int copy_artifact(Artifact *a, int srcdir, int dstdir, uint64_t budget) {
                 (void) unlinkat(parent, base, 0);
                 return r;
         }
+        /* Its write-back starts now (manifest_copy_files() waits for it in batches). */
+        (void) sync_file_range(out, 0, 0, SYNC_FILE_RANGE_WRITE);
         return 0;
 }
 
+/* Copied files are dirty page cache charged to the supervisor's memory cgroup until written back, and
+ * cgroup v1 does not throttle a memcg's dirtying: written back in batches, they stay reclaimable. */
+#define COLLECT_WRITEBACK_BYTES (32ULL << 20)
+#define COLLECT_WRITEBACK_FILES 8192U
+
 static int manifest_copy_files(Manifest *m, int upper, int merged, int artifacts_dirfd, uint64_t max_bytes) {
+        uint64_t dirty_bytes = 0;
+        unsigned dirty_files = 0;
         bool full = false;
         size_t k = 0;
         int r;
@@ -520,8 +550,16 @@ static int manifest_copy_files(Manifest *m, int upper, int merged, int artifacts
                                 continue;
                         } else if (r < 0)
                                 return r;
-                        else
+                        else {
                                 m->total_bytes += a->size;
+                                dirty_bytes += a->size;
+                                if (++dirty_files >= COLLECT_WRITEBACK_FILES ||
+                                    dirty_bytes >= COLLECT_WRITEBACK_BYTES) {
+                                        if (syncfs(artifacts_dirfd) < 0)
+                                                return negative_errno();
+                                        dirty_bytes = dirty_files = 0;
+                                }
+                        }
                 }
                 m->artifacts[k++] = *a;
         }
@@ -620,12 +658,73 @@ int manifest_json_sha(json_object *array, char ret_hex[SHA256_HEX_SIZE]) {
         return 0;
 }
 
-int manifest_sha(const Manifest *m, char ret_hex[SHA256_HEX_SIZE]) {
-        _cleanup_json_ json_object *arr = NULL;
+/* Calls f with the canonical text of the manifest in pieces: "[", each entry serialized alone with flags,
+ * "," between them, "]" -- what json-c writes for the whole array with JSON_C_TO_STRING_PLAIN, one small
+ * object at a time, so that no tree of the whole manifest is ever built. */
+static int manifest_stream(const Manifest *m, int flags, int (*f)(const char *p, size_t n, void *userdata),
+                           void *userdata) {
         int r;
 
-        r = manifest_to_json(m, &arr);
+        r = f("[", 1, userdata);
+        for (size_t i = 0; r >= 0 && i < m->n_artifacts; i++) {
+                _cleanup_json_ json_object *o = NULL;
+                const char *text;
+                size_t len;
+
+                r = artifact_to_json(&m->artifacts[i], &o);
+                if (r < 0)
+                        return r;
+                text = json_object_to_json_string_length(o, flags, &len);
+                if (!text)
+                        return -ENOMEM;
+                if (i > 0)
+                        r = f(",", 1, userdata);
+                if (r >= 0)
+                        r = f(text, len, userdata);
+        }
+        return r < 0 ? r : f("]", 1, userdata);
+}
+
+static int sha_update(const char *p, size_t n, void *userdata) {
+        return crypto_hash_sha256_update(userdata, (const uint8_t *) p, n) < 0 ? -EIO : 0;
+}
+
+int manifest_sha(const Manifest *m, char ret_hex[SHA256_HEX_SIZE]) {
+        crypto_hash_sha256_state st;
+        uint8_t digest[SHA256_SIZE];
+        int r;
+
+        if (crypto_hash_sha256_init(&st) < 0)
+                return -EIO;
+        r = manifest_stream(m, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, sha_update, &st);
         if (r < 0)
                 return r;
-        return manifest_json_sha(arr, ret_hex);
+        if (crypto_hash_sha256_final(&st, digest) < 0)
+                return -EIO;
+        hex_encode(digest, sizeof digest, ret_hex);
+        return 0;
+}
+
+static int pb_append(const char *p, size_t n, void *userdata) {
+        return printbuf_memappend(userdata, p, (int) n) < 0 ? -ENOMEM : 0;
+}
+
+/* json-c's serializer of a streamed manifest: the entries as they are serialized, one at a time. */
+static int manifest_serialize(json_object *jso, struct printbuf *pb, int level, int flags) {
+        return manifest_stream(json_object_get_userdata(jso), flags & ~JSON_C_TO_STRING_PRETTY, pb_append, pb) < 0
+                       ? -1 : 0;
+}
+
+static void manifest_userdata_free(json_object *jso, void *userdata) {
+        manifest_free(userdata);
+}
+
+int manifest_to_json_streamed(Manifest **m, json_object **ret) {
+        _cleanup_json_ json_object *arr = json_object_new_array();
+
+        if (!arr || !m || !*m)
+                return -ENOMEM;
+        json_object_set_serializer(arr, manifest_serialize, TAKE_PTR(*m), manifest_userdata_free);
+        *ret = TAKE_PTR(arr);
+        return 0;
 }

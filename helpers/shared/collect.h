@@ -13,6 +13,10 @@
 
 /* Walks deeper than this are not entered (what is below is counted as skipped). */
 #define COLLECT_MAX_DEPTH 256U
+/* The manifest's paths and link targets, JSON-escaped, take at most this many bytes (entries past it are
+ * skipped): with JOB_SPEC_MAX_ARTIFACT_FILES entries' fixed part (~16 MB) result.json stays below
+ * RESULT_JSON_MAX, so that every result can be verified. */
+#define COLLECT_MAX_NAME_BYTES (40ULL << 20)
 /* Past this many entries seen the walk stops counting: a bound on time, whatever the caps. */
 #define COLLECT_MAX_SEEN (1ULL << 24)
 
@@ -84,4 +88,10 @@ int manifest_to_json(const Manifest *m, json_object **ret);
 /* sha256 hex of the canonical serialization of a manifest array: json_object_to_json_string_ext(array,
  * JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE). Used on a built and on a parsed array alike. */
 int manifest_json_sha(json_object *array, char ret_hex[SHA256_HEX_SIZE]);
+/* The same digest, hashed as it is serialized one entry at a time (no tree of the whole manifest). */
 int manifest_sha(const Manifest *m, char ret_hex[SHA256_HEX_SIZE]);
+
+/* The manifest as a json-c array that holds no entries: it serializes them from *m, one at a time, when the
+ * result is serialized (and owns *m from here on; *m is NULL after). The way to put a large manifest into a
+ * result in bounded memory; json_object_array_length() of it is 0. */
+int manifest_to_json_streamed(Manifest **m, json_object **ret);

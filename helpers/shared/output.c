@@ -31,6 +31,7 @@ int output_log_open(int log_dirfd, const char *job_id, uint64_t cap, bool forwar
                         goto fail;
                 crypto_hash_sha256_init(&l.sha[s]);
         }
+        crypto_hash_sha256_init(&l.index_sha);
         l.index_fd = openat(log_dirfd, "index", O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC | O_NOFOLLOW,
                             0640);
         if (l.index_fd < 0)
@@ -86,6 +87,7 @@ int output_log_append(OutputLog *l, OutputStream s, const void *buf, size_t n) {
         r = write_all(l->index_fd, line, strlen(line));
         if (r < 0)
                 return r;
+        crypto_hash_sha256_update(&l->index_sha, (const uint8_t *) line, strlen(line));
         if (l->forward_to_journal)
                 forward(l, s, buf, keep);
         return 0;
@@ -109,6 +111,12 @@ int output_log_stats(OutputLog *l, json_object **ret) {
                 snprintf(key, sizeof key, "%s_sha256", stream_table[s]);
                 json_object_object_add(o, key, json_object_new_string(hex));
         }
+        crypto_hash_sha256_state copy = l->index_sha;
+        uint8_t d[SHA256_SIZE];
+        char hex[SHA256_HEX_SIZE];
+        crypto_hash_sha256_final(&copy, d);
+        hex_encode(d, sizeof d, hex);
+        json_object_object_add(o, "index_sha256", json_object_new_string(hex));
         json_object_object_add(o, "kept_bytes", json_object_new_uint64(kept));
         json_object_object_add(o, "dropped_bytes", json_object_new_uint64(offered - kept));
         json_object_object_add(o, "truncated", json_object_new_boolean(offered > kept));

@@ -73,7 +73,9 @@ int job_paths_init(JobPaths *p, const char *id) {
             unit_name(UNIT_JOB_SERVICE, id, &p->service) < 0 ||
             unit_name(UNIT_SCOPE, id, &p->scope) < 0 ||
             asprintf(&p->scope_cgroup, "/" POND_SLICE "/pond-%s.scope", id) < 0 ||
-            asprintf(&p->container, "pond-%s", id) < 0)
+            /* '+' ends it (no job id has one): runsc looks a container up by prefix, and "pond-job-1" was
+             * ambiguous while "pond-job-10" existed (a job failed under load); "pond-job-1+" is not. */
+            asprintf(&p->container, "pond-%s+", id) < 0)
                 goto fail;
         for (PondSidecar s = 0; s < _POND_SIDECAR_MAX; s++)
                 if (sidecar_paths_init(&p->sidecars[s], s, id) < 0)

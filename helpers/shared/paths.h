@@ -38,7 +38,7 @@ typedef struct JobPaths {
         char *service;     /* pond-job@ID.service: the supervisor's unit */
         char *scope;       /* pond-ID.scope */
         char *scope_cgroup;/* /pond.slice/pond-ID.scope: where systemd puts it (checked) */
-        char *container;   /* pond-ID */
+        char *container;   /* pond-ID+ (prefix-free: runtimes may look ids up by prefix) */
         SidecarPaths sidecars[_POND_SIDECAR_MAX];
 } JobPaths;
 

@@ -46,6 +46,15 @@ NetPosture net_posture_from_string(const char *s) {
         return table_lookup(net_posture_table, _NET_POSTURE_MAX, s);
 }
 
+static const char * const sidecar_death_table[_SIDECAR_DEATH_MAX] = {
+        [SIDECAR_DEATH_FAIL] = "fail",
+        [SIDECAR_DEATH_RECORD] = "record",
+};
+/* Absent (NULL) is the default, "fail". */
+SidecarDeath sidecar_death_from_string(const char *s) {
+        return s ? table_lookup(sidecar_death_table, _SIDECAR_DEATH_MAX, s) : SIDECAR_DEATH_FAIL;
+}
+
 #define fail(ret_error, ...) error_set((ret_error), -EINVAL, __VA_ARGS__)
 
 static bool array_has_string(json_object *a, const char *s) {
@@ -267,6 +276,7 @@ int policy_resolve(const Policy *p, const SandboxBlock *block, ResolvedPolicy **
         r->resource_view = json_get(prof, "resource_view")
                 ? resource_view_mode_from_string(json_object_get_string(json_get(prof, "resource_view")))
                 : RESOURCE_VIEW_BEST_EFFORT;
+        r->on_sidecar_death = sidecar_death_from_string(json_object_get_string(json_get(prof, "on_sidecar_death")));
 
         json_object_object_foreach(json_get(prof, "defaults"), dk, dv) {
                 k = knob_apply(knobs, r, dk, dv, ret_error);
@@ -375,6 +385,9 @@ static int policy_validate(const Policy *p, char **ret_error) {
                 if (!images_is_valid(json_get(prof, "images")))
                         return fail(ret_error, "policy: profile %s: images must be an array of at most 256 "
                                     "image names, sha256 digests or \"*\"", name);
+                if (sidecar_death_from_string(json_object_get_string(json_get(prof, "on_sidecar_death"))) < 0)
+                        return fail(ret_error, "policy: profile %s: on_sidecar_death must be \"fail\" or "
+                                    "\"record\"", name);
                 if (!requires_is_valid(json_get(prof, "requires")))
                         return fail(ret_error, "policy: profile %s: requires must be an array of at most 32 "
                                     "capability names [a-z0-9._=-] other than sandbox.*", name);

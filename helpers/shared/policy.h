@@ -28,6 +28,16 @@ typedef enum NetPosture {
         _NET_POSTURE_INVALID = -EINVAL,
 } NetPosture;
 
+/* What a sidecar's death while the payload runs does to the job (profile field on_sidecar_death). */
+typedef enum SidecarDeath {
+        SIDECAR_DEATH_FAIL,   /* the default: the payload is killed, the job fails */
+        SIDECAR_DEATH_RECORD, /* the result records it; the job runs on with its network denied */
+        _SIDECAR_DEATH_MAX,
+        _SIDECAR_DEATH_INVALID = -EINVAL,
+} SidecarDeath;
+
+SidecarDeath sidecar_death_from_string(const char *s);
+
 FsPosture fs_posture_from_string(const char *s);
 const char *net_posture_to_string(NetPosture p);
 NetPosture net_posture_from_string(const char *s);
@@ -55,6 +65,7 @@ typedef struct ResolvedPolicy {
         uint64_t nofile;      /* rlimits, fixed by the profile */
         uint64_t nproc;
         ResourceViewMode resource_view; /* when the job's view of its resources cannot be had */
+        SidecarDeath on_sidecar_death;
 } ResolvedPolicy;
 
 int policy_load(const char *dir, Policy **ret, char **ret_error);

@@ -15,6 +15,7 @@
 #include "collect.h"
 #include "jobid.h"
 #include "json-util.h"
+#include "keys.h"
 #include "result.h"
 
 /* Removal and fsync walk the staged dir, artifacts/ below it mirroring a workspace up to COLLECT_MAX_DEPTH. */
@@ -360,6 +361,86 @@ static int verify_artifacts(int dirfd, json_object *o, char **ret_error) {
         return 0;
 }
 
+/* The log's files are signed through their digests in "log": each file there must hash to its digest, and
+ * log/ must hold nothing else. A result without "log" (nothing ran) has no log/. */
+static const char *const log_files[] = { "stdout", "stderr", "index" };
+
+static int verify_one_log(int logdir, json_object *log, const char *name, char **ret_error) {
+        _cleanup_close_ int fd = -EBADF;
+        uint8_t digest[SHA256_SIZE];
+        char key[32], hex[SHA256_HEX_SIZE];
+        struct stat st;
+        uint64_t n;
+        int r;
+
+        snprintf(key, sizeof key, "%s_sha256", name);
+        const char *sha = json_get_str(log, key);
+        if (!sha)
+                return refuse(ret_error, -EBADMSG, "log.%s is missing: %s/%s is not covered by the signature", key,
+                              RESULT_LOG_DIR, name);
+        fd = openat_beneath(logdir, name, O_RDONLY, 0);
+        if (fd < 0)
+                return refuse(ret_error, -EBADMSG, "%s/%s cannot be opened: %s", RESULT_LOG_DIR, name, strerror(-fd));
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        if (!S_ISREG(st.st_mode))
+                return refuse(ret_error, -EBADMSG, "%s/%s is not a regular file", RESULT_LOG_DIR, name);
+        r = hash_fd(fd, -EBADF, UINT64_MAX, digest, &n);
+        if (r < 0)
+                return refuse(ret_error, r, "%s/%s cannot be read: %s", RESULT_LOG_DIR, name, strerror(-r));
+        hex_encode(digest, sizeof digest, hex);
+        if (!streq(hex, sha))
+                return refuse(ret_error, -EBADMSG, "%s/%s sha256 mismatch: the log is not what was signed",
+                              RESULT_LOG_DIR, name);
+        return 0;
+}
+
+static int verify_log(int dirfd, json_object *o, char **ret_error) {
+        _cleanup_close_ int logdir = -EBADF;
+        json_object *log = NULL;
+        size_t n_found = 0;
+        int r;
+
+        (void) json_object_object_get_ex(o, "log", &log);
+        logdir = openat_beneath(dirfd, RESULT_LOG_DIR, O_RDONLY | O_DIRECTORY, 0);
+        if (logdir < 0 && logdir != -ENOENT)
+                return refuse(ret_error, logdir, "cannot open %s/: %s", RESULT_LOG_DIR, strerror(-logdir));
+        if (!json_object_is_type(log, json_type_object)) {
+                if (logdir >= 0)
+                        return refuse(ret_error, -EBADMSG, "%s/ is present but the result signs no log",
+                                      RESULT_LOG_DIR);
+                return 0;
+        }
+        if (logdir < 0)
+                return refuse(ret_error, -EBADMSG, "%s/ is missing", RESULT_LOG_DIR);
+        for (size_t i = 0; i < ELEMENTSOF(log_files); i++) {
+                r = verify_one_log(logdir, log, log_files[i], ret_error);
+                if (r < 0)
+                        return r;
+        }
+        r = count_files(logdir, RESULT_WALK_MAX_DEPTH - 1, ELEMENTSOF(log_files), &n_found);
+        if (r < 0 || n_found != ELEMENTSOF(log_files))
+                return refuse(ret_error, r < 0 && r != -EBADMSG ? r : -EBADMSG,
+                              "%s/ holds files not covered by the signature", RESULT_LOG_DIR);
+        return 0;
+}
+
+/* "signer": {key_id, worker_id}. The signature verified with pk already; a key_id that names another key
+ * is a result that lies about its signer. */
+static int verify_signer(json_object *o, const uint8_t pk[32], char **ret_error) {
+        char fp[KEY_FINGERPRINT_SIZE];
+        json_object *signer;
+
+        if (!json_object_object_get_ex(o, "signer", &signer))
+                return 0; /* results signed before the signer was named */
+        const char *key_id = json_get_str(signer, "key_id");
+        key_fingerprint(pk, KEY_SIGN_PUBLIC_SIZE, fp);
+        if (!key_id || !streq(key_id, fp))
+                return refuse(ret_error, -EBADMSG, "signer.key_id is '%s', but the key that verifies is %s",
+                              key_id ?: "(none)", fp);
+        return 0;
+}
+
 int result_verify(const char *dir, const uint8_t pk[32], const char *expect_job_id,
                   const char *expect_input_sha, json_object **ret_result, char **ret_error) {
         _cleanup_close_ int dirfd = -EBADF;
@@ -384,6 +465,10 @@ int result_verify(const char *dir, const uint8_t pk[32], const char *expect_job_
         if (r < 0)
                 return r;
         r = verify_artifacts(dirfd, o, ret_error);
+        if (r >= 0)
+                r = verify_log(dirfd, o, ret_error);
+        if (r >= 0)
+                r = verify_signer(o, pk, ret_error);
         if (r < 0)
                 return r;
         if (ret_result)

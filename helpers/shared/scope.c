@@ -233,6 +233,10 @@ static int unit_is_gone(sd_bus *bus, const char *unit) {
 }
 
 /* The unit's queued or running job is a stop: its ActiveState says deactivating, or a stop job waits. */
+int unit_active_state(sd_bus *bus, const char *unit, char **ret) {
+        return unit_get_string(bus, unit, "org.freedesktop.systemd1.Unit", "ActiveState", ret);
+}
+
 int unit_is_stopping(sd_bus *bus, const char *unit) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;

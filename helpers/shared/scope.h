@@ -41,6 +41,8 @@ int unit_stop(sd_bus *bus, const char *unit);
 
 /* 1 if the unit is being stopped (deactivating, or a stop job is queued), 0 if not, or -errno. */
 int unit_is_stopping(sd_bus *bus, const char *unit);
+/* The unit's ActiveState ("active", "failed", ...). */
+int unit_active_state(sd_bus *bus, const char *unit, char **ret);
 
 /* The unit's cgroup path relative to a hierarchy root (the ControlGroup property). */
 int unit_cgroup_path(sd_bus *bus, const char *unit, char **ret);

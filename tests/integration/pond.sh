@@ -45,7 +45,7 @@ done
 [ ! -e "$run/net/job-$id" ] || echo "address lease of $id"
 if [ -d "$run/runtime" ]; then
         entries=$(ls -A "$run/runtime") || echo "cannot list $run/runtime"
-        printf "%s\n" "$entries" | grep -E "^pond-$id(\$|_sandbox:)" | sed "s/^/runtime state: /"
+        printf "%s\n" "$entries" | grep -E "pond-$id\+?(\$|_sandbox:|\.sock)" | sed "s/^/runtime state: /"
 fi
 for u in "pond-job@$id.service" "pond-egress@$id.service" "pond-broker@$id.service"; do
         state=$(systemctl show -P ActiveState "$u") || { echo "systemctl failed for $u"; continue; }
@@ -123,6 +123,29 @@ path_state() {
         # shellcheck disable=SC2016 # $1 is the inner sh's
         in_box sh -c 'if [ -e "$1" ]; then echo present; else echo absent; fi' sh "$1"
 }
+
+# host_state: the host's pond state, one finding per line (the job directories, leases, runtime state, staging
+# dirs, probe dirs, mounts, namespaces, veths, nft tables, cgroups and units of every job), sorted, ending in
+# "checked": a test compares it with what it was before its first job.
+# shellcheck disable=SC2016 # expanded by the box's sh
+_state_sh='
+for d in /run/pond/jobs /run/pond/net /run/pond/egress /run/pond/broker /run/pond-egress /run/pond-broker; do
+        [ -d "$d" ] && ls -A "$d" | sed "s|^|$d/|"
+done
+ls -A /run/pond/runtime 2>/dev/null | sed "s|^|runtime: |"
+ls -A /var/lib/pond/results | grep "^\." | sed "s|^|staging: |"
+ls -d /tmp/pond-runsc-probe.* 2>/dev/null
+while read -r _ _ _ _ mp _; do case $mp in /run/pond/*|/var/lib/pond/*) echo "mount: $mp" ;; esac; done \
+        </proc/self/mountinfo
+ls /run/netns 2>/dev/null | grep "^pond-" | sed "s|^|netns: |"
+ip -br link | grep "^pv" | cut -d" " -f1 | sed "s|^|veth: |"
+nft list tables | grep pond_ | sed "s|^|nft: |"
+for h in /sys/fs/cgroup /sys/fs/cgroup/*; do
+        [ -d "$h/pond.slice" ] && ls "$h/pond.slice" | grep "^pond-" | sed "s|^|cgroup: $h/pond.slice/|"
+done
+systemctl list-units --plain --no-legend "pond-*" | cut -d" " -f1 | sed "s|^|unit: |"
+echo checked'
+host_state() { in_box sh -c "$_state_sh" 2>&1 | sort; }
 
 t_clean() { # DESC ID: nothing of job ID remains
         local left

@@ -113,8 +113,10 @@ t_like "the refusal names the field" "home_files\[0\]\.content: \{\{DUMMY_KEY:op
 id=$(new_id other)
 f=$(spec "$id" "$(seal "not-$id")" 100)
 run_job "$id" --spec "$f" -- true
-t_eq "a credential sealed for another job id: the job does not run" 126 "$RC"
-t_like "the reason is recorded" "broker" "$(result_field "$id" 'r["reason"]')"
+t_eq "a credential sealed for another job id: the job is refused, it does not run" 125 "$RC"
+t_eq "the result says refused" refused "$(result_field "$id" 'r["status"]')"
+t_eq "no invented exit" "(None, None)" "$(result_field "$id" 'r["exit"]["rc"], r["exit"]["signal"]')"
+t_like "the reason is recorded" "credential does not open" "$(result_field "$id" 'r["reason"]')"
 t_like "the broker says why" "job" "$(in_box journalctl -q -o cat -u "pond-broker@$id.service" | grep -i refused)"
 t_clean "nothing left after a refused credential" "$id"
 id=$(new_id tamper)
@@ -122,7 +124,7 @@ sealed=$(seal "$id")
 c=${sealed:20:1}; [ "$c" = A ] && c=B || c=A   # another base64 letter, whatever the blob had there
 f=$(spec "$id" "${sealed:0:20}$c${sealed:21}" 100)
 run_job "$id" --spec "$f" -- true
-t_eq "a tampered sealed blob: the job does not run" 126 "$RC"
+t_eq "a tampered sealed blob: the job is refused, it does not run" 125 "$RC"
 id=$(new_id nobudget)
 f=$(spec "$id" "$(seal "$id")" 1)
 in_box sed -i 's/"max_cost_cents":1/"max_cost_cents":0/' "$f"

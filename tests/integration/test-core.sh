@@ -18,6 +18,7 @@ t_fail "result does not verify as another job" \
         pond verify --pubkey /etc/pond/keys/sign.pub --job-id "other-$id" "$POND_STATE/results/$id"
 t_eq "result records rc" 3 "$(result_field "$id" 'r["exit"]["rc"]')"
 t_eq "result records status" completed "$(result_field "$id" 'r["status"]')"
+t_eq "a job that did not run out of memory is not OOM-killed" False "$(result_field "$id" 'r["exit"]["oom_killed"]')"
 t_eq "result records profile" untrusted-code-write "$(result_field "$id" 'r["profile"]')"
 t_eq "result records backend" "$BACKEND" "$(result_field "$id" 'r["backend"]')"
 t_eq "log kept in the result" "hello-out" "$(in_box cat "$POND_STATE/results/$id/log/stdout")"

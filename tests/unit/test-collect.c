@@ -7,14 +7,21 @@
 #include <sched.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
 
 #include "collect.h"
+#include "log.h"
+#include "result.h"
+#include "spec.h"
 #include "macro.h"
 #include "tests.h"
+
+/* Bound on the peak RSS of collecting JOB_SPEC_MAX_ARTIFACT_FILES files (pond-run has MemoryMax=256M). */
+#define COLLECT_TEST_RSS_MAX_KIB (96 * 1024)
 
 static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f) {
         return remove(p);
@@ -357,6 +364,55 @@ TEST(manifest_canonical_serialization) {
         ASSERT_OK(manifest_sha(&empty, got));
         sha256_hex("[]", 2, expect_sha);
         ASSERT_STREQ(expect_sha, got);
+        dirs_done(&d);
+}
+
+/* The supervisor collects under its unit's MemoryMax: the spec's largest artifact_files, one-byte files in
+ * 100 directories, collected, hashed and serialized as the signed result holds them, in bounded memory
+ * (peak RSS measured with getrusage; the forked test starts small). */
+TEST(collect_spec_maximum_in_bounded_memory) {
+        _cleanup_manifest_ Manifest *m = NULL;
+        _cleanup_json_ json_object *result = json_object_new_object(), *arr = NULL;
+        CollectLimits lim = { .max_bytes = JOB_SPEC_MAX_ARTIFACT_BYTES, .max_entries = JOB_SPEC_MAX_ARTIFACT_FILES };
+        char sha[SHA256_HEX_SIZE], name[32];
+        struct rusage ru;
+        const char *text;
+        size_t len;
+        Dirs d;
+
+        ASSERT_OK(dirs_make(&d));
+        for (unsigned i = 0; i < JOB_SPEC_MAX_ARTIFACT_FILES; i++) {
+                if (i % 1000 == 0) {
+                        snprintf(name, sizeof name, "d%03u", i / 1000);
+                        ASSERT_OK(mkdirat(d.upper, name, 0755));
+                }
+                snprintf(name, sizeof name, "d%03u/f%06u", i / 1000, i);
+                _cleanup_close_ int fd = openat(d.upper, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+                ASSERT_TRUE(fd >= 0 && write(fd, "x", 1) == 1);
+        }
+        ASSERT_OK(collect_artifacts(d.upper, -EBADF, -EBADF, NULL, d.art, &lim, &m));
+        ASSERT_EQ(JOB_SPEC_MAX_ARTIFACT_FILES, m->n_artifacts);
+        ASSERT_FALSE(m->truncated);
+        ASSERT_OK(manifest_sha(m, sha));
+        ASSERT_OK(manifest_to_json_streamed(&m, &arr));
+        json_object_object_add(result, "artifacts", TAKE_PTR(arr));
+        text = json_object_to_json_string_length(result, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+                                                 JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+        ASSERT_TRUE(text != NULL);
+        ASSERT_TRUE(len < RESULT_JSON_MAX);
+        ASSERT_OK(getrusage(RUSAGE_SELF, &ru));
+        log_info("collected %u files: peak RSS %ld KiB, result.json %zu bytes", JOB_SPEC_MAX_ARTIFACT_FILES,
+                 ru.ru_maxrss, len);
+#ifndef __SANITIZE_ADDRESS__ /* ASan's shadow and quarantine are not the collector's */
+        ASSERT_TRUE(ru.ru_maxrss < COLLECT_TEST_RSS_MAX_KIB);
+#endif
+
+        /* What is serialized parses back into the manifest that was hashed. */
+        _cleanup_json_ json_object *parsed = json_tokener_parse(text);
+        ASSERT_TRUE(parsed != NULL);
+        char again[SHA256_HEX_SIZE];
+        ASSERT_OK(manifest_json_sha(json_object_object_get(parsed, "artifacts"), again));
+        ASSERT_STREQ(sha, again);
         dirs_done(&d);
 }
 

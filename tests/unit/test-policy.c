@@ -166,6 +166,22 @@ TEST(bad_policy_files_refused) {
         ASSERT_ERROR(EINVAL, policy_load(dir, &p, &err));
         ASSERT_CONTAINS("confined profile x cannot have an open posture", err);
         free(err);
+        err = NULL;
+        /* A sidecar's death fails the job unless the profile says otherwise, in words the policy knows. */
+        ASSERT_EQ(SIDECAR_DEATH_FAIL, sidecar_death_from_string(NULL));
+        ASSERT_EQ(SIDECAR_DEATH_RECORD, sidecar_death_from_string("record"));
+        ASSERT_EQ(-EINVAL, (int) sidecar_death_from_string("ignore"));
+        snprintf(path, sizeof path, "%s/profiles.json", dir);
+        f = fopen(path, "w");
+        ASSERT_TRUE(f != NULL);
+        fputs("{\"version\":1,\"knobs\":{},\"backends\":{\"runc\":{}},\"tiers\":[\"any\"],\"profiles\":{\"x\":"
+              "{\"confined\":true,\"filesystem\":\"overlay\",\"network\":\"allowlist\",\"backends\":[\"runc\"],"
+              "\"default_backend\":\"runc\",\"default_tier\":\"any\",\"defaults\":{},\"on_sidecar_death\":\"ignore\","
+              "\"rlimits\":{\"nofile\":1,\"nproc\":1}}}}", f);
+        fclose(f);
+        ASSERT_ERROR(EINVAL, policy_load(dir, &p, &err));
+        ASSERT_CONTAINS("on_sidecar_death must be", err);
+        free(err);
         snprintf(path, sizeof path, "rm -rf %s", dir);
         (void) system(path);
 }

@@ -11,6 +11,7 @@
 #include "collect.h"
 #include "keys.h"
 #include "macro.h"
+#include "output.h"
 #include "result.h"
 #include "tests.h"
 
@@ -62,14 +63,21 @@ static json_object *build_result(const char *job_id, int staged, const char *wor
                 return NULL;
         art = openat(staged, "artifacts", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         log = openat(staged, "log", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (art < 0 || log < 0 || write_at(log, "output.log", "building...\nok\n") < 0)
+        /* The log as the supervisor writes it (output.c): stdout, stderr, index, their digests signed. */
+        OutputLog ol;
+        json_object *logobj = NULL;
+        if (art < 0 || log < 0 || output_log_open(log, job_id, 1 << 20, false, &ol) < 0)
                 return NULL;
+        if (output_log_append(&ol, OUTPUT_STDOUT, "building...\nok\n", 15) < 0 ||
+            output_log_append(&ol, OUTPUT_STDERR, "warning\n", 8) < 0 || output_log_stats(&ol, &logobj) < 0)
+                return NULL;
+        output_log_close(&ol);
         if (collect_artifacts(-EBADF, -EBADF, ws, outputs, art, &limits, &m) < 0 ||
             manifest_to_json(m, &manifest) < 0 || manifest_sha(m, output_sha) < 0)
                 return NULL;
 
         json_object *r = json_object_new_object(), *exitobj = json_object_new_object();
-        json_object *times = json_object_new_object(), *logobj = json_object_new_object();
+        json_object *times = json_object_new_object();
         json_object_object_add(r, "version", json_object_new_int(RESULT_VERSION));
         json_object_object_add(r, "job_id", json_object_new_string(job_id));
         json_object_object_add(r, "tenant", json_object_new_string("acme/web"));
@@ -91,8 +99,6 @@ static json_object *build_result(const char *job_id, int staged, const char *wor
         json_object_object_add(times, "ended", json_object_new_string("2025-01-02T03:05:06Z"));
         json_object_object_add(times, "wall_ms", json_object_new_int64(60000));
         json_object_object_add(r, "times", times);
-        json_object_object_add(logobj, "bytes", json_object_new_int64(15));
-        json_object_object_add(logobj, "truncated", json_object_new_boolean(0));
         json_object_object_add(r, "log", logobj);
         json_object_object_add(r, "artifacts", manifest);
         json_object_object_add(r, "artifacts_truncated", json_object_new_boolean(m->truncated));
@@ -105,6 +111,8 @@ typedef struct Fixture {
         uint8_t *sk;
         uint8_t pk[KEY_SIGN_PUBLIC_SIZE];
 } Fixture;
+
+static const char *signer_key_id; /* another key's id to name as the signer, or NULL: the real one */
 
 static int fixture_make(Fixture *f, const char *job_id) {
         _cleanup_json_ json_object *r = NULL;
@@ -134,6 +142,13 @@ static int fixture_make(Fixture *f, const char *job_id) {
         if ((k = result_stage_open(f->results_fd, job_id, &staged)) < 0)
                 return k;
         r = build_result(job_id, staged, f->workdir);
+        if (r) {
+                char fp[KEY_FINGERPRINT_SIZE];
+                json_object *signer = json_object_new_object();
+                key_fingerprint(f->pk, sizeof f->pk, fp);
+                json_object_object_add(signer, "key_id", json_object_new_string(signer_key_id ?: fp));
+                json_object_object_add(r, "signer", signer);
+        }
         k = r ? result_write_signed(f->results_fd, job_id, r, f->sk, staged) : -EIO;
         safe_close(staged);
         return k;
@@ -185,6 +200,10 @@ TEST(keys_generate_and_load) {
         uint8_t *leaked = NULL;
         ASSERT_ERROR(EPERM, key_load_secret(path, KEY_SIGN_SECRET_SIZE, &leaked)); /* readable by others */
         ASSERT_TRUE(leaked == NULL);
+        ASSERT_ERROR(EPERM, key_check_secret_file(path)); /* the source of a credential copy, likewise */
+        ASSERT_OK(chmod(path, 0600));
+        ASSERT_OK(key_check_secret_file(path));
+        ASSERT_OK(chmod(path, 0644));
         snprintf(path, sizeof path, "%s/%s", dir, KEY_SEAL_PUBLIC_FILE);
         ASSERT_ERROR(EBADMSG, key_load_public(path, 64, pk)); /* wrong length */
         rm_rf(tmpl);
@@ -206,7 +225,7 @@ TEST(sign_and_verify) {
 
         snprintf(tmp, sizeof tmp, "%s/.job-1.tmp", f.results);
         ASSERT_TRUE(stat(tmp, &st) < 0 && errno == ENOENT); /* nothing staged is left */
-        snprintf(tmp, sizeof tmp, "%s/log/output.log", f.resdir);
+        snprintf(tmp, sizeof tmp, "%s/log/stdout", f.resdir);
         ASSERT_OK(stat(tmp, &st));
         fixture_done(&f);
 }
@@ -252,6 +271,27 @@ TEST(verify_refuses_tampering) {
         ASSERT_OK(write_at(dfd, "artifacts/out/patch.diff", "--- a\n+++ b\n"));
         ASSERT_OK(verify(&f, f.pk, "job-1", INPUT_SHA, &err));
 
+        /* The log is signed through its digests: every byte of it, and nothing beside it. */
+        ASSERT_OK(flip_byte(dfd, "log/stdout", 0, 0x20));
+        ASSERT_ERROR(EBADMSG, verify(&f, f.pk, "job-1", INPUT_SHA, &err));
+        ASSERT_CONTAINS("log/stdout sha256 mismatch", err);
+        ASSERT_OK(flip_byte(dfd, "log/stdout", 0, 0x20));
+        ASSERT_OK(flip_byte(dfd, "log/index", 0, 0x01));
+        ASSERT_ERROR(EBADMSG, verify(&f, f.pk, "job-1", INPUT_SHA, &err));
+        ASSERT_CONTAINS("log/index sha256 mismatch", err);
+        ASSERT_OK(flip_byte(dfd, "log/index", 0, 0x01));
+        _cleanup_close_ int tfd = openat(dfd, "log/stderr", O_WRONLY | O_TRUNC | O_CLOEXEC);
+        ASSERT_TRUE(tfd >= 0);
+        ASSERT_ERROR(EBADMSG, verify(&f, f.pk, "job-1", INPUT_SHA, &err));
+        ASSERT_CONTAINS("log/stderr sha256 mismatch", err);
+        ASSERT_OK(write_at(dfd, "log/stderr", "warning\n"));
+        ASSERT_OK(verify(&f, f.pk, "job-1", INPUT_SHA, &err));
+        ASSERT_OK(write_at(dfd, "log/extra", "unsigned\n"));
+        ASSERT_ERROR(EBADMSG, verify(&f, f.pk, "job-1", INPUT_SHA, &err));
+        ASSERT_CONTAINS("log/ holds files not covered by the signature", err);
+        ASSERT_OK(unlinkat(dfd, "log/extra", 0));
+        ASSERT_OK(verify(&f, f.pk, "job-1", INPUT_SHA, &err));
+
         ASSERT_ERROR(EBADMSG, verify(&f, f.pk, "job-2", INPUT_SHA, &err)); /* another job's result */
         ASSERT_STREQ("job_id is 'job-1', expected 'job-2'", err);
         ASSERT_ERROR(EBADMSG, verify(&f, f.pk, "job-1", WRONG_SHA, &err));
@@ -261,6 +301,18 @@ TEST(verify_refuses_tampering) {
         ASSERT_ERROR(EBADMSG, verify(&f, other_pk, "job-1", INPUT_SHA, &err));
         ASSERT_STREQ("signature does not verify", err);
         sodium_memzero(other_sk, sizeof other_sk);
+        fixture_done(&f);
+}
+
+TEST(verify_refuses_a_signer_that_names_another_key) {
+        _cleanup_free_ char *err = NULL;
+        Fixture f;
+
+        signer_key_id = "00112233445566778899aabbccddeeff";
+        ASSERT_OK(fixture_make(&f, "job-1"));
+        signer_key_id = NULL;
+        ASSERT_ERROR(EBADMSG, verify(&f, f.pk, "job-1", INPUT_SHA, &err));
+        ASSERT_CONTAINS("signer.key_id is '00112233445566778899aabbccddeeff'", err);
         fixture_done(&f);
 }
 

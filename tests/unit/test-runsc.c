@@ -3,6 +3,8 @@
  * converter applies as written (ENOSYS as SCMP_ACT_TRACE, everything else untouched, errnos it cannot say
  * refused), run on the real policy/seccomp.json; and the release date read from `runsc --version`. */
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "json-util.h"
 #include "macro.h"
@@ -146,6 +148,28 @@ TEST(release_from_version_output) {
         ASSERT_ERROR(EINVAL, runsc_release("spec: 1.0.2-dev 20240729\n", &rel));
         ASSERT_ERROR(EINVAL, runsc_release("runsc version 0.0~202407291.0\n", &rel));
         ASSERT_ERROR(EINVAL, runsc_release("", &rel));
+}
+
+/* A probe directory whose prober is dead (a supervisor killed during the probe) goes at the next forget,
+ * one whose prober lives stays. */
+TEST(stale_probe_dirs_swept) {
+        char dead[64], alive[64];
+        RuntimeJob rj = { .state_root = "/nonexistent", .container_id = "pond-x" };
+        pid_t pid = fork();
+        struct stat st;
+
+        ASSERT_TRUE(pid >= 0);
+        if (pid == 0)
+                _exit(0);
+        ASSERT_EQ(pid, waitpid(pid, NULL, 0));
+        snprintf(dead, sizeof dead, "/tmp/pond-runsc-probe.%d.test%d", (int) pid, (int) getpid());
+        snprintf(alive, sizeof alive, "/tmp/pond-runsc-probe.%d.test", (int) getpid());
+        ASSERT_OK(mkdir(dead, 0700));
+        ASSERT_OK(mkdir(alive, 0700));
+        runtime_runsc.forget(&rj);
+        ASSERT_TRUE(stat(dead, &st) < 0 && errno == ENOENT);
+        ASSERT_OK(stat(alive, &st));
+        ASSERT_OK(rmdir(alive));
 }
 
 TEST_MAIN()

@@ -70,7 +70,7 @@ TEST(valid_full_spec) {
                 "              \"allow_hosts\": [\"Registry.Example.org\", \"*.git.example.net\",\n"
                 "                              \"files.example.org\"]},\n"
                 "  \"limits\": {\"wall_clock_s\": 600, \"output_bytes\": 1048576, \"artifact_bytes\": 17179869184,\n"
-                "             \"artifact_files\": 1000000},\n"
+                "             \"artifact_files\": 100000},\n"
                 "  \"outputs\": [\"dist\", \"build/report.xml\", \".hidden/x\"]\n"
                 "}\n";
         _cleanup_(job_spec_freep) JobSpec *s = NULL;
@@ -385,7 +385,7 @@ TEST(limits) {
                 { WITH("\"limits\":{\"wall_clock_s\":604801}"), 0, "limits.wall_clock_s: must be an integer" },
                 { WITH("\"limits\":{\"output_bytes\":1073741825}"), 0, "limits.output_bytes: must be an integer" },
                 { WITH("\"limits\":{\"artifact_bytes\":17179869185}"), 0, "limits.artifact_bytes: must be" },
-                { WITH("\"limits\":{\"artifact_files\":1000001}"), 0, "limits.artifact_files: must be" },
+                { WITH("\"limits\":{\"artifact_files\":100001}"), 0, "limits.artifact_files: must be" },
                 { WITH("\"limits\":{\"artifact_files\":0}"), 0, "limits.artifact_files: must be" },
                 /* beyond 64 bits: json-c saturates, still refused */
                 { WITH("\"limits\":{\"wall_clock_s\":99999999999999999999999}"), 0, "limits.wall_clock_s" },

@@ -6,8 +6,11 @@
  * A runsc older than RUNSC_MIN_RELEASE is refused by the same probe. --oci-seccomp makes runsc apply the
  * OCI seccomp profile inside the sandbox too (it ignores it otherwise), in the form runsc-seccomp.c gives
  * it. */
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -20,6 +23,7 @@
 
 #define RUNSC "runsc"
 #define PLATFORM_PROBE_USEC (60ULL * 1000 * 1000)
+#define PROBE_DIR_PREFIX "/tmp/pond-runsc-probe"
 #define VERSION_USEC (10ULL * 1000 * 1000)
 
 /* The oldest gVisor release pond runs. Debian 12's own runsc (20221219) fails real workloads whatever the
@@ -144,7 +148,7 @@ static void cache_write(char *cache, const char *platform) {
 static int runsc_platform_reason(const char **ret, char **ret_reason) {
         _cleanup_(runtime_probe_done) RuntimeProbe probe = {};
         _cleanup_free_ char *cache = cache_path();
-        char root[] = "/tmp/pond-runsc-probe.XXXXXX";
+        _cleanup_free_ char *root = NULL;
         const char *cached;
 
         if (!cache)
@@ -154,6 +158,9 @@ static int runsc_platform_reason(const char **ret, char **ret_reason) {
                 *ret = cached;
                 return 0;
         }
+        /* Named by this process: a probe whose prober was killed is found and removed (runsc_forget()). */
+        if (asprintf(&root, "%s.%d.XXXXXX", PROBE_DIR_PREFIX, (int) getpid()) < 0)
+                return -ENOMEM;
         if (!mkdtemp(root))
                 return -errno;
         runsc_probe(RUNSC, root, PLATFORM_PROBE_USEC, &probe);
@@ -247,10 +254,39 @@ static bool runsc_has_state(const RuntimeJob *j) {
                access(p, F_OK) == 0;
 }
 
+/* Probe directories (runsc_platform_reason()) whose prober is gone: a supervisor killed during the probe
+ * leaves its own behind. Pid reuse only keeps one longer. */
+static void sweep_probe_dirs(void) {
+        const char *base = strrchr(PROBE_DIR_PREFIX, '/') + 1;
+        _cleanup_closedir_ DIR *d = NULL;
+        struct dirent *de;
+        size_t len = strlen(base);
+
+        d = opendir("/tmp");
+        if (!d)
+                return;
+        while ((de = readdir(d))) {
+                char *end;
+                long pid;
+
+                if (strncmp(de->d_name, base, len) != 0 || de->d_name[len] != '.')
+                        continue;
+                pid = strtol(de->d_name + len + 1, &end, 10);
+                if (end == de->d_name + len + 1 || *end != '.' || pid <= 0 || pid > INT_MAX)
+                        continue;
+                if (kill((pid_t) pid, 0) < 0 && errno == ESRCH)
+                        (void) rm_rf_at(dirfd(d), de->d_name);
+        }
+}
+
 static void runsc_forget(const RuntimeJob *j) {
-        _cleanup_free_ char *p = NULL;
+        _cleanup_free_ char *p = NULL, *sock = NULL;
         if (asprintf(&p, "%s/%s_sandbox:%s.lock", j->state_root, j->container_id, j->container_id) >= 0)
                 (void) unlink(p);
+        /* The sandbox's control socket: left behind when the sandbox was killed before it could remove it. */
+        if (asprintf(&sock, "%s/runsc-%s.sock", j->state_root, j->container_id) >= 0)
+                (void) unlink(sock);
+        sweep_probe_dirs();
 }
 
 /* The seccomp profile in the form gVisor's converter reads as pond means it (runsc-seccomp.c). */

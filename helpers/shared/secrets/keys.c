@@ -129,7 +129,7 @@ static int key_read_text(const char *path, bool secret, char text[KEY_TEXT_MAX])
                 return negative_errno();
         if (!S_ISREG(st.st_mode))
                 return -EBADFD;
-        if (secret && (st.st_mode & 0077))
+        if (secret && ((st.st_mode & 0077) || st.st_uid != geteuid()))
                 return -EPERM;
         n = loop_read(fd, text, KEY_TEXT_MAX - 1);
         if (n < 0)
@@ -150,6 +150,18 @@ static int key_decode(const char *text, uint8_t *key, size_t size) {
                               sodium_base64_VARIANT_ORIGINAL) < 0 ||
             n != size)
                 return -EBADMSG;
+        return 0;
+}
+
+int key_check_secret_file(const char *path) {
+        struct stat st;
+
+        if (lstat(path, &st) < 0)
+                return negative_errno();
+        if (!S_ISREG(st.st_mode))
+                return -EBADFD;
+        if ((st.st_mode & 0077) || st.st_uid != geteuid())
+                return -EPERM;
         return 0;
 }
 

@@ -26,9 +26,13 @@
 int keys_generate(const char *dir);
 
 /* Loads a secret key of exactly size bytes from path into sodium_malloc'd memory, then made read-only.
- * Refuses a file that is not regular, or readable/writable by group or others (-EPERM), or that does not
- * decode to exactly size bytes (-EBADMSG). Free with secret_free(). */
+ * Refuses a file that is not regular, or readable/writable by group or others or owned by another user
+ * than the caller (-EPERM), or that does not decode to exactly size bytes (-EBADMSG). Free with
+ * secret_free(). */
 int key_load_secret(const char *path, size_t size, uint8_t **ret_key);
+/* The same checks of mode and owner on a secret key file that is not read here: the source of a copy
+ * systemd made (LoadCredential=), whose own mode says nothing of the source's. */
+int key_check_secret_file(const char *path);
 /* Loads a public key of exactly size bytes from path into ret_key. */
 int key_load_public(const char *path, size_t size, uint8_t *ret_key);
 

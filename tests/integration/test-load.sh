@@ -1,0 +1,49 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# test-load.sh: POND_LOAD_JOBS jobs (default 200), POND_LOAD_PARALLEL at once (default 16), each `true`
+# under the confined profile (proxy, netns, nftables, overlay) and POND_TEST_BACKEND: every one completed
+# with rc 0 and a verifying result, none OOM-killed (a removed memory cgroup is not an OOM), and the host's
+# pond state back to what it was before the first job. CI runs a reduced count (tests/meson.build).
+. "$(dirname "${BASH_SOURCE[0]}")/pond.sh"
+need_box
+
+N=${POND_LOAD_JOBS:-200}
+P=${POND_LOAD_PARALLEL:-16}
+prefix="load-$$-$RANDOM"
+
+base=$(host_state)
+t_like "the host's pond state can be read" "checked" "$base"
+start=$(date +%s)
+# shellcheck disable=SC2016 # the box's sh expands these
+in_box sh -c 'seq "$1" | xargs -P "$2" -I{} "$3" run --quiet --job-id "$4-{}" --backend "$5" \
+        --profile untrusted-code-write -- true >/dev/null 2>&1; exit 0' sh "$N" "$P" "$PONDCTL" "$prefix" "$BACKEND"
+diag "$N jobs, $P at once, $BACKEND: $(($(date +%s) - start)) s"
+for i in $(seq "$N"); do wait_gone "$prefix-$i" || break; done
+
+# One pass over the results: how many there are, completed with rc 0, OOM-killed, verifying.
+# shellcheck disable=SC2016 # the box's python and sh
+counts=$(in_box python3 -c '
+import json, os, subprocess, sys
+prefix, n, pondctl = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+have = ok = oom = verified = 0
+for i in range(1, n + 1):
+    d = "/var/lib/pond/results/%s-%d" % (prefix, i)
+    try:
+        r = json.load(open(d + "/result.json"))
+    except OSError:
+        continue
+    have += 1
+    ok += r["status"] == "completed" and r["exit"]["rc"] == 0
+    oom += bool(r["exit"]["oom_killed"])
+    verified += subprocess.run([pondctl, "verify", "--pubkey", "/etc/pond/keys/sign.pub", "--job-id",
+                                "%s-%d" % (prefix, i), d], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL).returncode == 0
+print(have, ok, oom, verified)' "$prefix" "$N" "$PONDCTL")
+read -r have ok oom verified <<<"$counts"
+diag "results $have, completed rc 0 $ok, OOM-killed $oom, verified $verified (of $N)"
+t_eq "every job has a result" "$N" "$have"
+t_eq "every job completed with rc 0" "$N" "$ok"
+t_eq "no false OOM under load" 0 "$oom"
+t_eq "every result verifies" "$N" "$verified"
+t_eq "the host's pond state is back to what it was" "$base" "$(host_state)"
+done_testing
