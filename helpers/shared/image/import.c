@@ -162,7 +162,7 @@ static int import_manifest(Import *i, const char *digest, uint64_t size, const c
         OciManifest m = {};
         OciConfig c = {};
         const char *arch = native_arch();
-        size_t mlen, clen;
+        size_t mlen = 0, clen = 0;
         int r;
 
         r = read_json_blob(i, digest, size, &mbuf, &mlen, ret_error);
