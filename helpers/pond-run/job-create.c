@@ -101,7 +101,7 @@ static const char *bound_service(const Job *j) {
 /* The scope around the waiting child, exactly where the bundle says the payload's cgroup is. */
 static int start_scope(Job *j) {
         const ResolvedPolicy *res = j->input.resolved;
-        ScopeLimits limits = { res->memory_bytes, res->cpus_milli, res->pids_limit };
+        ScopeLimits limits = { res->memory_bytes, res->cpus_milli, res->host_pids_limit };
         _cleanup_free_ char *desc = NULL;
         int r;
 

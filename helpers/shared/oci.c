@@ -341,7 +341,7 @@ static json_object *build_resources(const ResolvedPolicy *r) {
         /* swap == limit: memory+swap may not exceed memory, i.e. no swap on top */
         if (!o || !mem || !cpu || !pids || json_add(mem, "limit", u64(r->memory_bytes)) < 0 ||
             json_add(mem, "swap", u64(r->memory_bytes)) < 0 || json_add(cpu, "quota", u64(r->cpus_milli * 100)) < 0 ||
-            json_add(cpu, "period", u64(CPU_PERIOD_US)) < 0 || json_add(pids, "limit", u64(r->pids_limit)) < 0 ||
+            json_add(cpu, "period", u64(CPU_PERIOD_US)) < 0 || json_add(pids, "limit", u64(r->host_pids_limit)) < 0 ||
             json_add(o, "memory", TAKE_PTR(mem)) < 0 || json_add(o, "cpu", TAKE_PTR(cpu)) < 0 ||
             json_add(o, "pids", TAKE_PTR(pids)) < 0 || json_add(o, "devices", build_devices_cgroup()) < 0) {
                 json_object_put(mem);
@@ -387,7 +387,7 @@ static int build_linux(const ResolvedPolicy *r, json_object *seccomp, const OciP
 static int check_inputs(const ResolvedPolicy *r, const JobSpec *spec, json_object *seccomp,
                         const OciPaths *paths) {
         const uint64_t limits[] = {
-                r->memory_bytes, r->cpus_milli, r->pids_limit, r->tmpfs_bytes, r->nofile, r->nproc,
+                r->memory_bytes, r->cpus_milli, r->pids_limit, r->host_pids_limit, r->tmpfs_bytes, r->nofile, r->nproc,
         };
 
         for (size_t i = 0; i < ELEMENTSOF(limits); i++)

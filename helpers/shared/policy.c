@@ -55,6 +55,11 @@ SidecarDeath sidecar_death_from_string(const char *s) {
         return s ? table_lookup(sidecar_death_table, _SIDECAR_DEATH_MAX, s) : SIDECAR_DEATH_FAIL;
 }
 
+/* A gVisor sandbox's host tasks per payload task, and its fixed share (sentry, gofer, Go runtime threads):
+ * measured with a fork bomb and a thread bomb held at nproc (docs/threat-model.md, "Task limits"). */
+#define RUNSC_HOST_TASKS_PER_TASK 8
+#define RUNSC_HOST_TASKS_BASE 256
+
 #define fail(ret_error, ...) error_set((ret_error), -EINVAL, __VA_ARGS__)
 
 static bool array_has_string(json_object *a, const char *s) {
@@ -294,6 +299,17 @@ int policy_resolve(const Policy *p, const SandboxBlock *block, ResolvedPolicy **
                         if (k < 0)
                                 return k;
                 }
+        }
+        /* Inside gVisor the payload's tasks live in the sandbox's own kernel: the host's pids cgroup counts only
+         * the sandbox's host threads and stubs, never the payload's tasks. gVisor enforces RLIMIT_NPROC per
+         * sandbox, so there it is the job's task cap (docs/threat-model.md, "Task limits"). */
+        r->host_pids_limit = r->pids_limit;
+        if (streq(r->backend, "runsc")) {
+                r->nproc = MIN(r->nproc, r->pids_limit);
+                /* The host-side limit bounds the sentry, gofer and systrap stubs (a stub process per guest
+                 * address space, and their threads): sized so that a payload held at its nproc can never
+                 * make the sandbox itself fail to create a thread (gVisor issue 2490). */
+                r->host_pids_limit = r->pids_limit * RUNSC_HOST_TASKS_PER_TASK + RUNSC_HOST_TASKS_BASE;
         }
         *ret = TAKE_PTR(r);
         return 0;

@@ -58,6 +58,8 @@ typedef struct ResolvedPolicy {
         uint64_t memory_bytes;
         uint64_t cpus_milli;  /* 1000 = one CPU */
         uint64_t pids_limit;
+        uint64_t host_pids_limit;       /* the scope's and the runtime cgroup's: pids_limit, or sized for a
+                                         * gVisor sandbox's own threads and stubs (policy.c) */
         uint64_t tmpfs_bytes;
         uint64_t home_bytes;  /* the confined job's private $HOME (a tmpfs); profile none has none */
         char *image;

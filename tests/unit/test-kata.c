@@ -135,6 +135,7 @@ TEST(config_sizes_the_vm_and_keeps_confinement) {
         ResolvedPolicy r = { .profile = (char *) "untrusted-code-write", .backend = (char *) "kata",
                              .tier = (char *) "trusted", .confined = true, .fs = FS_OVERLAY, .net = NET_ALLOWLIST,
                              .memory_bytes = 1536ULL << 20, .cpus_milli = 1500, .pids_limit = 256,
+                             .host_pids_limit = 256,
                              .tmpfs_bytes = 64ULL << 20, .image = (char *) "host", .nofile = 1024, .nproc = 512 };
         JobSpec s = { .job_id = (char *) "k1", .tenant = (char *) "t", .command = cmd, .env = none, .outputs = none };
         OciPaths p = { .rootfs = "/r", .host_usr = "/usr", .etc = "/e", .workspace = "/w", .home = "/h",

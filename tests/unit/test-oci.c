@@ -29,6 +29,7 @@ static ResolvedPolicy policy(bool confined, FsPosture fs, NetPosture net) {
                 .memory_bytes = 2ULL << 30,
                 .cpus_milli = 1500,
                 .pids_limit = 512,
+                .host_pids_limit = 512,
                 .tmpfs_bytes = 256ULL << 20,
                 .image = "host",
                 .nofile = 4096,
@@ -330,7 +331,7 @@ TEST(refuses_zero_and_unsafe_inputs) {
         OciPaths p = paths(false, NULL);
         json_object *c = NULL;
         uint64_t *knobs[] = {
-                &r.memory_bytes, &r.cpus_milli, &r.pids_limit, &r.tmpfs_bytes, &r.nofile, &r.nproc,
+                &r.memory_bytes, &r.cpus_milli, &r.pids_limit, &r.host_pids_limit, &r.tmpfs_bytes, &r.nofile, &r.nproc,
         };
 
         ASSERT_TRUE(sc);

@@ -109,7 +109,7 @@ TEST(adjust_config) {
         char *cmd[] = { (char *) "true", NULL }, *none[] = { NULL };
         ResolvedPolicy r = { .profile = (char *) "untrusted-code-write", .backend = (char *) "runsc",
                              .tier = (char *) "trusted", .confined = true, .fs = FS_OVERLAY, .net = NET_ALLOWLIST,
-                             .memory_bytes = 1ULL << 30, .cpus_milli = 1000, .pids_limit = 256,
+                             .memory_bytes = 1ULL << 30, .cpus_milli = 1000, .pids_limit = 256, .host_pids_limit = 256,
                              .tmpfs_bytes = 64ULL << 20, .image = (char *) "host", .nofile = 1024, .nproc = 512 };
         JobSpec s = { .job_id = (char *) "g1", .tenant = (char *) "t", .command = cmd, .env = none, .outputs = none };
         OciPaths p = { .rootfs = "/r", .host_usr = "/usr", .etc = "/e", .workspace = "/w",
