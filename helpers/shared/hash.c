@@ -209,8 +209,8 @@ static bool same_file_state(const struct stat *a, const struct stat *b) {
 }
 
 /* Hashes the file at path below dirfd, which must still be the file the walk saw: a swap under us means
- * the tree is not stable. The cache answers for a file whose key fields are unchanged, and learns the
- * digest of one that did not change while it was read. */
+ * the tree is not stable. Called only for files the cache did not answer at the walk's fstatat(); the
+ * cache learns the digest of one that did not change while it was read. */
 static int tree_hash_file(int dirfd, const char *path, TreeRecord *rec, DigestCache *cache) {
         _cleanup_close_ int fd = -EBADF;
         struct stat st, after;
@@ -223,11 +223,6 @@ static int tree_hash_file(int dirfd, const char *path, TreeRecord *rec, DigestCa
                 return negative_errno();
         if (!S_ISREG(st.st_mode) || st.st_dev != rec->dev || st.st_ino != rec->ino)
                 return -ESTALE;
-        if (digest_cache_lookup(cache, &st, rec->digest)) {
-                rec->size = (uint64_t) st.st_size;
-                rec->hashed = true;
-                return 0;
-        }
         r = hash_fd(fd, -EBADF, UINT64_MAX, rec->digest, &rec->size);
         if (r < 0)
                 return r;
