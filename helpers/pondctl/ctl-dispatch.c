@@ -19,10 +19,6 @@ typedef struct DispatchArgs {
         const char *worker_tags;
 } DispatchArgs;
 
-static void print_json(json_object *o) {
-        puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
-}
-
 /* A refusal is an answer, not a crash: printed as JSON for the caller, logged once for the operator. */
 static int print_refusal(const char *reason) {
         _cleanup_json_ json_object *o = json_object_new_object();
@@ -31,33 +27,8 @@ static int print_refusal(const char *reason) {
                 return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
         json_object_object_add(o, "refused", json_object_new_boolean(true));
         json_object_object_add(o, "reason", json_object_new_string(reason ?: "(no reason)"));
-        print_json(o);
+        ctl_json_print(o);
         return ctl_fail(CTL_EXIT_ERROR, "Refused: %s", reason ?: "(no reason)");
-}
-
-/* stdin is a pipe as often as a file: read it directly, bounded as any file is. */
-static int read_stdin(char **ret, size_t *ret_len) {
-        _cleanup_free_ char *buf = malloc(JSON_STRICT_MAX_BYTES + 1);
-        size_t len = 0;
-
-        if (!buf)
-                return -ENOMEM;
-        for (;;) {
-                ssize_t k = read(STDIN_FILENO, buf + len, JSON_STRICT_MAX_BYTES + 1 - len);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0)
-                        return -errno;
-                if (k == 0)
-                        break;
-                len += (size_t) k;
-                if (len > JSON_STRICT_MAX_BYTES)
-                        return -EFBIG;
-        }
-        buf[len] = 0;
-        *ret = TAKE_PTR(buf);
-        *ret_len = len;
-        return 0;
 }
 
 /* path NULL: stdin. */
@@ -66,7 +37,8 @@ static int read_json(const char *path, json_object **ret, char **ret_error) {
         size_t len;
         int r;
 
-        r = path ? read_full_file(path, JSON_STRICT_MAX_BYTES, &buf, &len) : read_stdin(&buf, &len);
+        r = path ? read_full_file(path, JSON_STRICT_MAX_BYTES, &buf, &len) :
+                   ctl_read_stdin(JSON_STRICT_MAX_BYTES, &buf, &len);
         if (r < 0)
                 return error_set(ret_error, r, "%s: %s", path ?: "stdin", strerror(-r));
         r = json_parse_strict(buf, len, JSON_STRICT_MAX_BYTES, JSON_STRICT_MAX_DEPTH, ret, &err);
@@ -139,7 +111,7 @@ int ctl_verb_dispatch_check(int argc, char *argv[]) {
         int r, status = CTL_EXIT_OK;
 
         if (parse_args(argc, argv, &a) < 0)
-                return CTL_EXIT_ERROR;
+                return CTL_EXIT_USAGE;
         r = policy_load(a.policy_dir, &policy, &err);
         if (r < 0)
                 return print_refusal(err ?: "policy: cannot be loaded");
@@ -161,6 +133,6 @@ int ctl_verb_dispatch_check(int argc, char *argv[]) {
                 if (status == CTL_EXIT_ERROR)
                         return status;
         }
-        print_json(out);
+        ctl_json_print(out);
         return status;
 }

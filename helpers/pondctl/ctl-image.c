@@ -7,6 +7,7 @@
 
 #include "ctl.h"
 #include "image-store.h"
+#include "json-util.h"
 
 static json_object *strv_json(char **l) {
         json_object *a = json_object_new_array();
@@ -29,10 +30,6 @@ static json_object *record_json(const ImageRecord *r) {
         if (r->workdir)
                 json_object_object_add(o, "workdir", json_object_new_string(r->workdir));
         return o;
-}
-
-static void print_json(json_object *o) {
-        puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
 }
 
 /* Parses --json and, for import, --name; the rest stays in argv from optind on. */
@@ -77,7 +74,7 @@ static int verb_import(int argc, char *argv[]) {
         int r;
 
         if (parse(argc, argv, &json, &name) < 0 || optind != argc - 1)
-                return ctl_fail(CTL_EXIT_ERROR, "Usage: pondctl image import PATH [--name REPO:TAG] [--json]");
+                return ctl_fail(CTL_EXIT_USAGE, "Usage: pondctl image import PATH [--name REPO:TAG] [--json]");
         if (open_store(LOCK_SH, &s) < 0)
                 return CTL_EXIT_ERROR;
         r = image_store_import(&s, argv[optind], name, &rec, &err);
@@ -85,7 +82,7 @@ static int verb_import(int argc, char *argv[]) {
                 return ctl_fail(CTL_EXIT_ERROR, "Import of %s refused: %s", argv[optind], err ?: strerror(-r));
         if (json) {
                 _cleanup_json_ json_object *o = record_json(&rec);
-                print_json(o);
+                ctl_json_print(o);
         } else
                 printf("%s%s%s\n", rec.digest, rec.names ? " " : "", rec.names ? rec.names[0] : "");
         return 0;
@@ -100,7 +97,7 @@ static int verb_list(int argc, char *argv[]) {
         int r;
 
         if (parse(argc, argv, &json, NULL) < 0 || optind != argc)
-                return ctl_fail(CTL_EXIT_ERROR, "Usage: pondctl image list [--json]");
+                return ctl_fail(CTL_EXIT_USAGE, "Usage: pondctl image list [--json]");
         if (open_store(LOCK_SH, &s) < 0)
                 return CTL_EXIT_ERROR;
         r = image_store_list(&s, &l, &n);
@@ -119,7 +116,7 @@ static int verb_list(int argc, char *argv[]) {
                                        (unsigned long long) l[i].size, l[i].names[k]);
         }
         if (json)
-                print_json(a);
+                ctl_json_print(a);
         image_records_free(l, n);
         return 0;
 }
@@ -133,14 +130,14 @@ static int verb_inspect(int argc, char *argv[]) {
         int r;
 
         if (parse(argc, argv, &json, NULL) < 0 || optind != argc - 1)
-                return ctl_fail(CTL_EXIT_ERROR, "Usage: pondctl image inspect NAME|DIGEST [--json]");
+                return ctl_fail(CTL_EXIT_USAGE, "Usage: pondctl image inspect NAME|DIGEST [--json]");
         if (open_store(LOCK_SH, &s) < 0)
                 return CTL_EXIT_ERROR;
         r = image_store_lookup(&s, argv[optind], &rec, &err);
         if (r < 0)
                 return ctl_fail(CTL_EXIT_ERROR, "%s", err ?: strerror(-r));
         o = record_json(&rec);
-        print_json(o);  /* one form: inspect is for reading */
+        ctl_json_print(o);  /* one form: inspect is for reading */
         return 0;
 }
 
@@ -150,7 +147,7 @@ static int verb_rm(int argc, char *argv[]) {
         int ret = 0;
 
         if (parse(argc, argv, &json, NULL) < 0 || optind >= argc)
-                return ctl_fail(CTL_EXIT_ERROR, "Usage: pondctl image rm NAME|DIGEST...");
+                return ctl_fail(CTL_EXIT_USAGE, "Usage: pondctl image rm NAME|DIGEST...");
         if (open_store(LOCK_EX, &s) < 0)
                 return CTL_EXIT_ERROR;
         for (int i = optind; i < argc; i++) {
@@ -170,16 +167,21 @@ static int verb_gc(int argc, char *argv[]) {
         int r;
 
         if (parse(argc, argv, &json, NULL) < 0 || optind != argc)
-                return ctl_fail(CTL_EXIT_ERROR, "Usage: pondctl image gc [--json]");
+                return ctl_fail(CTL_EXIT_USAGE, "Usage: pondctl image gc [--json]");
         if (open_store(LOCK_EX, &s) < 0)
                 return CTL_EXIT_ERROR;
         r = image_store_gc(&s, &st);
         if (r < 0)
                 return ctl_fail_errno(CTL_EXIT_ERROR, r, "Image gc failed: %m");
-        if (json)
-                printf("{\"layers\":%llu,\"blobs\":%llu,\"tmp\":%llu}\n", (unsigned long long) st.layers,
-                       (unsigned long long) st.blobs, (unsigned long long) st.tmp);
-        else
+        if (json) {
+                _cleanup_json_ json_object *o = json_object_new_object();
+
+                if (!o || json_add(o, "layers", json_object_new_uint64(st.layers)) < 0 ||
+                    json_add(o, "blobs", json_object_new_uint64(st.blobs)) < 0 ||
+                    json_add(o, "tmp", json_object_new_uint64(st.tmp)) < 0)
+                        return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
+                ctl_json_print(o);
+        } else
                 printf("removed %llu layers, %llu blobs, %llu unfinished imports\n",
                        (unsigned long long) st.layers, (unsigned long long) st.blobs, (unsigned long long) st.tmp);
         return 0;
@@ -197,5 +199,5 @@ int ctl_verb_image(int argc, char *argv[]) {
         for (size_t i = 0; argc >= 2 && i < ELEMENTSOF(sub); i++)
                 if (streq(argv[1], sub[i].name))
                         return sub[i].run(argc - 1, argv + 1);
-        return ctl_fail(CTL_EXIT_ERROR, "Usage: pondctl image import|list|inspect|rm|gc ...; see pondctl(1).");
+        return ctl_fail(CTL_EXIT_USAGE, "Usage: pondctl image import|list|inspect|rm|gc ...; see pondctl(1).");
 }

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ctl-jobs.c: the verbs about jobs already in the spool: submit, status, logs, wait, cancel, list. Each job
- * is pond-job@ID.service plus STATEDIR/jobs/ID (spool) and STATEDIR/results/ID (signed result). */
-#include <dirent.h>
+/* ctl-jobs.c: the verbs about one job: submit, status, logs, wait, cancel (list is ctl-list.c). Each job is
+ * pond-job@ID.service plus STATEDIR/jobs/ID (spool) and STATEDIR/results/ID (signed result). */
 #include <getopt.h>
 #include <signal.h>
 #include <string.h>
@@ -11,6 +10,7 @@
 #include "fileio.h"
 #include "jobid.h"
 #include "json-strict.h"
+#include "json-util.h"
 #include "log.h"
 #include "result.h"
 
@@ -42,7 +42,7 @@ int ctl_result_peek(const JobPaths *p, const char *job_id, json_object **ret) {
         return r < 0 ? r : *ret ? 0 : -EBADMSG;
 }
 
-static bool job_known(const JobPaths *p, const char *job_id) {
+bool ctl_job_known(const JobPaths *p, const char *job_id) {
         _cleanup_free_ char *result = NULL;
 
         return access(p->spool, F_OK) >= 0 ||
@@ -61,21 +61,22 @@ int ctl_verb_submit(int argc, char *argv[]) {
         optind = 0;
         while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0) {
                 if (c != 'c')
-                        return CTL_EXIT_REFUSED;
+                        return CTL_EXIT_USAGE;
                 r = ctl_checkout_resolve(optarg, &checkout);
                 if (r < 0)
                         return ctl_fail_errno(CTL_EXIT_REFUSED, r, "--checkout: cannot use '%s': %m",
                                               optarg);
         }
         if (optind != argc - 1)
-                return ctl_fail(CTL_EXIT_REFUSED, "Usage: pondctl submit SPEC [--checkout DIR]");
+                return ctl_fail(CTL_EXIT_USAGE, "Usage: pondctl submit SPEC|- [--checkout DIR]");
         r = ctl_spec_read(argv[optind], &file, &file_len, &err);
         if (r >= 0)
                 r = ctl_spec_rewrite(file, file_len, checkout, &spec, &len, &err);
         if (r >= 0)
                 r = ctl_spec_validate(spec, len, &parsed, &err);
         if (r < 0) {
-                log_error("Refused: %s: %s", argv[optind], err ?: strerror(-r));
+                log_error("Refused: %s: %s", streq(argv[optind], "-") ? "stdin" : argv[optind],
+                          err ?: strerror(-r));
                 return CTL_EXIT_REFUSED;
         }
         if (job_paths_init(&paths, parsed->job_id) < 0)
@@ -87,42 +88,79 @@ int ctl_verb_submit(int argc, char *argv[]) {
         return 0;
 }
 
+/* `pondctl VERB [--json] ID`: the id, and whether --json was given. */
+static int id_and_json(int argc, char *argv[], bool *json, const char **ret) {
+        static const struct option options[] = { { "json", no_argument, NULL, 'j' }, {} };
+        int c;
+
+        optind = 0;
+        while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0) {
+                if (c != 'j')
+                        return -EINVAL;
+                *json = true;
+        }
+        return ctl_job_id_arg(argc, argv, optind, ret);
+}
+
+static void status_print(const char *id, const char *unit, int bus_error, const CtlUnitState *st,
+                         json_object *result) {
+        printf("job:    %s\nunit:   %s\n", id, unit);
+        if (bus_error < 0)
+                printf("state:  unknown (%s)\n", strerror(-bus_error));
+        else
+                printf("state:  %s%s%s%s\n", st->active_state, st->sub_state ? "/" : "", st->sub_state ?: "",
+                       st->loaded ? "" : " (not loaded)");
+        if (st->status_text && *st->status_text)
+                printf("status: %s\n", st->status_text);
+        if (result) {
+                const char *why;
+                int code = ctl_exit_status_from_result(result, &why);
+                printf("result: %s (exit status %d%s%s; not verified, see pondctl result)\n",
+                       json_get_str(result, "status") ?: "?", code, why ? ": " : "", why ?: "");
+        } else
+                printf("result: none\n");
+}
+
 int ctl_verb_status(int argc, char *argv[]) {
         _cleanup_(ctl_unit_state_done) CtlUnitState st = {};
         _cleanup_(job_paths_done) JobPaths paths = {};
-        _cleanup_json_ json_object *result = NULL;
+        _cleanup_json_ json_object *result = NULL, *o = NULL;
+        _cleanup_free_ char *profile = NULL;
         _cleanup_bus_ sd_bus *bus = NULL;
+        CtlJobInfo info = {};
+        bool json = false;
         const char *id;
         int r;
 
-        if (ctl_job_id_arg(argc, argv, 1, &id) < 0)
-                return CTL_EXIT_ERROR;
+        if (id_and_json(argc, argv, &json, &id) < 0)
+                return CTL_EXIT_USAGE;
         if (job_paths_init(&paths, id) < 0)
                 return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
-        printf("job:    %s\nunit:   %s\n", id, paths.service);
+        if (!ctl_job_known(&paths, id))
+                return ctl_fail(CTL_EXIT_NOT_FOUND, "No job %s in %s.", id, paths.spool);
         r = ctl_bus_open(&bus);
         if (r >= 0)
                 r = ctl_unit_get_state(bus, paths.service, true, &st);
-        if (r < 0)
-                printf("state:  unknown (%s)\n", strerror(-r));
-        else
-                printf("state:  %s%s%s%s\n", st.active_state, st.sub_state ? "/" : "", st.sub_state ?: "",
-                       st.loaded ? "" : " (not loaded)");
-        if (st.status_text && *st.status_text)
-                printf("status: %s\n", st.status_text);
-        if (ctl_result_peek(&paths, id, &result) >= 0) {
-                const char *why;
-                json_object *s = json_object_object_get(result, "status");
-                int code = ctl_exit_status_from_result(result, &why);
-                printf("result: %s (exit status %d%s%s; not verified, see pondctl result)\n",
-                       json_object_get_string(s) ?: "?", code, why ? ": " : "", why ?: "");
-        } else
-                printf("result: none\n");
-        if (!job_known(&paths, id))
-                return ctl_fail(CTL_EXIT_ERROR, "No job %s in %s.", id, paths.spool);
-        return 0;
+        if (ctl_result_peek(&paths, id, &result) < 0)
+                result = NULL;
+        if (!json) {
+                status_print(id, paths.service, r, &st, result);
+                return CTL_EXIT_OK;
+        }
+        info = (CtlJobInfo) { .job_id = id };
+        ctl_spool_info(&paths, &profile, &info.submitted_usec);
+        info.profile = profile;
+        if (result)
+                ctl_job_info_from_result(&info, result);
+        info.state = ctl_job_state(result, r >= 0 ? &st : NULL);
+        if (ctl_status_to_json(&info, paths.service, r >= 0 ? &st : NULL, result, &o) < 0)
+                return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
+        ctl_json_print(o);
+        return CTL_EXIT_OK;
 }
 
+/* Follows the live log until the unit is no longer active (the supervisor has written the result, if any,
+ * before its unit stops). */
 static int follow_log(sd_bus *bus, const char *unit, CtlLogFollower *f) {
         uint64_t last_query = 0;
         int r;
@@ -130,7 +168,9 @@ static int follow_log(sd_bus *bus, const char *unit, CtlLogFollower *f) {
         for (;;) {
                 uint64_t now = clock_usec(CLOCK_MONOTONIC);
 
-                (void) ctl_log_follower_drain(f);
+                r = ctl_log_follower_drain(f);
+                if (r < 0)
+                        return r;
                 if (now - last_query >= 100 * 1000) {
                         _cleanup_(ctl_unit_state_done) CtlUnitState st = {};
 
@@ -146,34 +186,63 @@ static int follow_log(sd_bus *bus, const char *unit, CtlLogFollower *f) {
 }
 
 /* A finished job's log is the one its result signs, shown only once the result verifies with the worker's
- * key (log digests included): never the spool's copy, which nothing vouches for. */
-static int finished_log_dir(const JobPaths *paths, const char *id, CtlLogFollower *f) {
+ * key (log digests included). Returns 0 with *ret_dir (NULL: there is no result), or the exit status. */
+static int signed_log_dir(const JobPaths *paths, const char *id, char **ret_dir) {
         _cleanup_free_ char *result = NULL, *err = NULL;
         uint8_t pk[KEY_SIGN_PUBLIC_SIZE];
         int r;
 
+        *ret_dir = NULL;
         if (asprintf(&result, "%s/%s", paths->results, id) < 0)
                 return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
         if (access(result, F_OK) < 0)
-                return 0; /* still running: the spool's log, as it is written */
+                return 0;
         if (ctl_load_public_key(NULL, pk) < 0)
-                return CTL_EXIT_ERROR;
+                return CTL_EXIT_UNVERIFIED;
         r = result_verify(result, pk, id, NULL, NULL, &err);
         if (r < 0)
                 return ctl_fail(CTL_EXIT_UNVERIFIED, "The result of %s does not verify (%s): its log is not shown.",
                                 id, err ?: strerror(-r));
-        free(f->dir);
-        if (asprintf(&f->dir, "%s/%s", result, RESULT_LOG_DIR) < 0)
+        if (asprintf(ret_dir, "%s/%s", result, RESULT_LOG_DIR) < 0)
                 return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
         return 0;
+}
+
+/* logs -f of a job without a result yet: the live log in the spool from its first chunk (it may not exist
+ * yet), then, once the unit has stopped, the signed copy in the result from the same index offset: the
+ * result's log files are hard links of the live ones, and the switch checks the signed index begins with
+ * every byte already shown, so no line is lost or repeated. */
+static int follow_live(const JobPaths *paths, const char *id, CtlLogFollower *f) {
+        _cleanup_bus_ sd_bus *bus = NULL;
+        _cleanup_free_ char *dir = NULL;
+        int r;
+
+        r = ctl_bus_open(&bus);
+        if (r < 0)
+                return ctl_fail_errno(CTL_EXIT_ERROR, r, "Cannot connect to the system bus to follow %s: %m",
+                                      paths->service);
+        r = follow_log(bus, paths->service, f);
+        if (r < 0)
+                return ctl_fail_errno(CTL_EXIT_ERROR, r, "Cannot read the live log of job %s in %s: %m", id,
+                                      f->dir);
+        r = signed_log_dir(paths, id, &dir);
+        if (r != 0 || !dir)
+                return r; /* no result: the unit ended without one, all it wrote was shown */
+        r = ctl_log_follower_switch(f, dir);
+        if (r < 0)
+                return ctl_fail_errno(CTL_EXIT_UNVERIFIED, r, "The signed log of %s does not continue the live "
+                                      "one shown: %m", id);
+        r = ctl_log_follower_drain(f);
+        if (r < 0)
+                return ctl_fail_errno(CTL_EXIT_ERROR, r, "Cannot read the log of job %s in %s: %m", id, dir);
+        return CTL_EXIT_OK;
 }
 
 int ctl_verb_logs(int argc, char *argv[]) {
         static const struct option options[] = { { "follow", no_argument, NULL, 'f' }, {} };
         _cleanup_(ctl_log_follower_done) CtlLogFollower f = CTL_LOG_FOLLOWER_NULL;
         _cleanup_(job_paths_done) JobPaths paths = {};
-        _cleanup_free_ char *dir = NULL;
-        _cleanup_bus_ sd_bus *bus = NULL;
+        _cleanup_free_ char *dir = NULL, *live = NULL;
         bool follow = false;
         const char *id;
         int c, r;
@@ -181,68 +250,83 @@ int ctl_verb_logs(int argc, char *argv[]) {
         optind = 0;
         while ((c = getopt_long(argc, argv, "f", options, NULL)) >= 0) {
                 if (c != 'f')
-                        return CTL_EXIT_ERROR;
+                        return CTL_EXIT_USAGE;
                 follow = true;
         }
         if (ctl_job_id_arg(argc, argv, optind, &id) < 0)
-                return CTL_EXIT_ERROR;
-        if (job_paths_init(&paths, id) < 0 ||
-            ctl_job_log_dir(&paths, id, &dir) < 0 ||
-            ctl_log_follower_init(&f, dir, STDOUT_FILENO, STDERR_FILENO) < 0)
+                return CTL_EXIT_USAGE;
+        if (job_paths_init(&paths, id) < 0)
                 return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
-        if (!job_known(&paths, id))
-                return ctl_fail(CTL_EXIT_ERROR, "No job %s in %s.", id, paths.spool);
-        r = finished_log_dir(&paths, id, &f);
+        if (!ctl_job_known(&paths, id))
+                return ctl_fail(CTL_EXIT_NOT_FOUND, "No job %s in %s.", id, paths.spool);
+        (void) signal(SIGPIPE, SIG_IGN);
+        r = signed_log_dir(&paths, id, &dir);
         if (r != 0)
                 return r;
-        (void) signal(SIGPIPE, SIG_IGN);
-        if (!follow)
-                r = ctl_log_follower_drain(&f);
-        else {
-                r = ctl_bus_open(&bus);
-                if (r < 0)
-                        return ctl_fail_errno(CTL_EXIT_ERROR, r,
-                                              "Cannot connect to the system bus to follow %s: %m", paths.service);
-                r = follow_log(bus, paths.service, &f);
+        if (!dir && follow) {
+                if (asprintf(&live, "%s/log", paths.spool) < 0 ||
+                    ctl_log_follower_init(&f, live, STDOUT_FILENO, STDERR_FILENO) < 0)
+                        return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
+                return follow_live(&paths, id, &f);
         }
+        /* Finished (the signed log, all of it), or running without -f (what the live log has so far). */
+        if ((!dir && ctl_job_log_dir(&paths, id, &dir) < 0) ||
+            ctl_log_follower_init(&f, dir, STDOUT_FILENO, STDERR_FILENO) < 0)
+                return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
+        r = ctl_log_follower_drain(&f);
         if (r < 0)
                 return ctl_fail_errno(CTL_EXIT_ERROR, r, "Cannot read the log of job %s in %s: %m", id, dir);
-        return 0;
+        return CTL_EXIT_OK;
 }
 
 int ctl_verb_wait(int argc, char *argv[]) {
         static const struct option options[] = {
                 { "pubkey", required_argument, NULL, 'k' },
                 { "quiet", no_argument, NULL, 'q' },
+                { "json", no_argument, NULL, 'j' },
                 {}
         };
         _cleanup_(job_paths_done) JobPaths paths = {};
+        _cleanup_json_ json_object *verified = NULL, *o = NULL;
         _cleanup_free_ char *dir = NULL;
         _cleanup_bus_ sd_bus *bus = NULL;
         const char *id, *pubkey = NULL;
         uint8_t pk[KEY_SIGN_PUBLIC_SIZE];
-        bool quiet = false;
-        int c, r;
+        bool quiet = false, json = false;
+        int c, r, status;
 
         optind = 0;
         while ((c = getopt_long(argc, argv, "q", options, NULL)) >= 0)
                 switch (c) {
                 case 'k': pubkey = optarg; break;
                 case 'q': quiet = true; break;
-                default: return CTL_EXIT_REFUSED;
+                case 'j': json = true; break;
+                default: return CTL_EXIT_USAGE;
                 }
         if (ctl_job_id_arg(argc, argv, optind, &id) < 0)
-                return CTL_EXIT_REFUSED;
-        if (ctl_load_public_key(pubkey, pk) < 0)
-                return CTL_EXIT_UNVERIFIED;
+                return CTL_EXIT_USAGE;
         if (job_paths_init(&paths, id) < 0 || ctl_result_dir(&paths, id, &dir) < 0)
                 return ctl_fail(CTL_EXIT_FAILED, "Out of memory.");
-        r = ctl_bus_open(&bus);
-        /* A finished job's result can be checked without systemd; a running one cannot be watched. */
-        if (r < 0 && access(dir, F_OK) < 0)
-                return ctl_fail_errno(CTL_EXIT_FAILED, r,
-                                      "Cannot connect to the system bus to wait for job %s: %m", id);
-        return ctl_wait(&(CtlWait) { .bus = bus, .job_id = id, .paths = &paths, .pk = pk, .quiet = quiet });
+        if (!ctl_job_known(&paths, id))
+                return ctl_fail(CTL_EXIT_NOT_FOUND, "No job %s in %s.", id, paths.spool);
+        if (ctl_load_public_key(pubkey, pk) < 0)
+                status = CTL_EXIT_UNVERIFIED;
+        else {
+                r = ctl_bus_open(&bus);
+                /* A finished job's result can be checked without systemd; a running one cannot be watched. */
+                if (r < 0 && access(dir, F_OK) < 0)
+                        status = ctl_fail_errno(CTL_EXIT_FAILED, r,
+                                                "Cannot connect to the system bus to wait for job %s: %m", id);
+                else
+                        status = ctl_wait(&(CtlWait) { .bus = bus, .job_id = id, .paths = &paths, .pk = pk,
+                                                       .quiet = quiet, .ret_result = json ? &verified : NULL });
+        }
+        if (!json)
+                return status;
+        if (ctl_wait_to_json(id, dir, status, verified, &o) < 0)
+                return ctl_fail(CTL_EXIT_FAILED, "Out of memory.");
+        ctl_json_print(o);
+        return status;
 }
 
 int ctl_verb_cancel(int argc, char *argv[]) {
@@ -253,90 +337,16 @@ int ctl_verb_cancel(int argc, char *argv[]) {
         int r;
 
         if (ctl_job_id_arg(argc, argv, 1, &id) < 0)
-                return CTL_EXIT_ERROR;
+                return CTL_EXIT_USAGE;
         if (job_paths_init(&paths, id) < 0)
                 return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
-        if (!job_known(&paths, id))
-                return ctl_fail(CTL_EXIT_ERROR, "No job %s in %s.", id, paths.spool);
+        if (!ctl_job_known(&paths, id))
+                return ctl_fail(CTL_EXIT_NOT_FOUND, "No job %s in %s.", id, paths.spool);
         r = ctl_bus_open(&bus);
         if (r < 0)
                 return ctl_fail_errno(CTL_EXIT_ERROR, r, "Cannot stop %s: no system bus: %m", paths.service);
         r = ctl_unit_call(bus, "StopUnit", paths.service, &err);
         if (r < 0)
                 return ctl_fail(CTL_EXIT_ERROR, "Cannot stop %s: %s", paths.service, err ?: strerror(-r));
-        return 0;
-}
-
-/* The profile a queued job asked for, from its spool entry. */
-static char *spool_profile(const JobPaths *p) {
-        _cleanup_(job_spec_freep) JobSpec *s = NULL;
-        _cleanup_free_ char *path = NULL, *buf = NULL;
-        size_t len;
-
-        if (asprintf(&path, "%s/job.json", p->spool) < 0 ||
-            read_full_file(path, CTL_SPEC_MAX, &buf, &len) < 0 ||
-            job_spec_parse(buf, len, &s, NULL) < 0 || !s->sandbox.profile)
-                return NULL;
-        return strdup(s->sandbox.profile);
-}
-
-static void list_one(sd_bus *bus, const char *id) {
-        _cleanup_(ctl_unit_state_done) CtlUnitState st = {};
-        _cleanup_(job_paths_done) JobPaths paths = {};
-        _cleanup_json_ json_object *result = NULL;
-        _cleanup_free_ char *profile = NULL;
-        const char *state = "unknown", *prof = NULL;
-        char rc[32] = "-";
-
-        if (job_paths_init(&paths, id) < 0)
-                return;
-        if (ctl_result_peek(&paths, id, &result) >= 0) {
-                json_object *ex = json_object_object_get(result, "exit");
-                json_object *code = json_object_object_get(ex, "rc");
-                json_object *sig = json_object_object_get(ex, "signal");
-
-                state = json_object_get_string(json_object_object_get(result, "status")) ?: "failed";
-                prof = json_object_get_string(json_object_object_get(result, "profile"));
-                if (json_object_is_type(sig, json_type_string))
-                        snprintf(rc, sizeof rc, "%s", json_object_get_string(sig));
-                else if (json_object_is_type(code, json_type_int))
-                        snprintf(rc, sizeof rc, "%d", json_object_get_int(code));
-        } else if (bus && ctl_unit_get_state(bus, paths.service, false, &st) >= 0)
-                /* Queued but not started: pending. Stopped without a result: it will never have one. */
-                state = st.job_pending && streq(st.active_state, "inactive") ? "pending" :
-                        ctl_unit_state_is_running(&st) ? "running" : "failed";
-        if (!prof)
-                prof = profile = spool_profile(&paths);
-        printf("%s %s %s %s\n", id, state, prof ?: "-", rc);
-}
-
-int ctl_verb_list(int argc, char *argv[]) {
-        _cleanup_(job_paths_done) JobPaths paths = {};
-        _cleanup_free_ char *jobs = NULL;
-        _cleanup_bus_ sd_bus *bus = NULL;
-        struct dirent **names = NULL;
-        const char *slash;
-        int n;
-
-        if (argc != 1)
-                return ctl_fail(CTL_EXIT_ERROR, "Usage: pondctl list");
-        /* The spool's parent, derived like every other job path (a dummy id only names a child of it). */
-        if (job_paths_init(&paths, "x") < 0 || !(slash = strrchr(paths.spool, '/')) ||
-            !(jobs = strndup(paths.spool, (size_t) (slash - paths.spool))))
-                return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
-        n = scandir(jobs, &names, NULL, alphasort);
-        if (n < 0 && errno == ENOENT)
-                return 0; /* nothing was ever submitted */
-        if (n < 0)
-                return ctl_fail_errno(CTL_EXIT_ERROR, errno, "Cannot list %s: %m", jobs);
-        if (ctl_bus_open(&bus) < 0)
-                bus = NULL; /* still list what the results say; the rest shows as unknown */
-        for (int i = 0; i < n; i++) {
-                if (job_id_is_valid(names[i]->d_name) &&
-                    (names[i]->d_type == DT_DIR || names[i]->d_type == DT_UNKNOWN))
-                        list_one(bus, names[i]->d_name);
-                free(names[i]);
-        }
-        free(names);
         return 0;
 }

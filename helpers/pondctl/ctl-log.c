@@ -80,6 +80,7 @@ int ctl_index_line_parse(const char *line, size_t len, CtlIndexEntry *ret) {
 
 int ctl_log_follower_init(CtlLogFollower *f, const char *log_dir, int out_fd, int err_fd) {
         *f = (CtlLogFollower) { .index_fd = -EBADF, .fds = { -EBADF, -EBADF }, .out = { out_fd, err_fd } };
+        crypto_hash_sha256_init(&f->index_sha);
         f->dir = strdup(log_dir);
         return f->dir ? 0 : -ENOMEM;
 }
@@ -159,6 +160,8 @@ int ctl_log_follower_drain(CtlLogFollower *f) {
                         return -errno;
                 if (n == 0)
                         return 0;
+                f->index_read += (uint64_t) n;
+                crypto_hash_sha256_update(&f->index_sha, (const unsigned char *) buf, (size_t) n);
                 for (ssize_t i = 0; i < n; i++) {
                         if (f->line_len >= sizeof f->line)
                                 return -EBADMSG;
@@ -170,6 +173,49 @@ int ctl_log_follower_drain(CtlLogFollower *f) {
                                 return r;
                 }
         }
+}
+
+int ctl_log_follower_switch(CtlLogFollower *f, const char *log_dir) {
+        unsigned char want[crypto_hash_sha256_BYTES], got[crypto_hash_sha256_BYTES];
+        crypto_hash_sha256_state copy = f->index_sha, sha;
+        _cleanup_close_ int fd = -EBADF;
+        uint64_t done = 0;
+        char buf[16384], *dir;
+
+        if (f->index_read > 0) {
+                fd = open_in_dir(log_dir, "index");
+                if (fd < 0)
+                        return fd == -ENOENT ? -EBADMSG : fd;
+                crypto_hash_sha256_init(&sha);
+                while (done < f->index_read) {
+                        size_t want_n = f->index_read - done < sizeof buf ? (size_t) (f->index_read - done) :
+                                                                             sizeof buf;
+                        ssize_t n = read(fd, buf, want_n);
+
+                        if (n < 0 && errno == EINTR)
+                                continue;
+                        if (n < 0)
+                                return -errno;
+                        if (n == 0)
+                                return -EBADMSG; /* shorter than what was already shown */
+                        crypto_hash_sha256_update(&sha, (const unsigned char *) buf, (size_t) n);
+                        done += (uint64_t) n;
+                }
+                crypto_hash_sha256_final(&copy, want);
+                crypto_hash_sha256_final(&sha, got);
+                if (sodium_memcmp(want, got, sizeof want) != 0)
+                        return -EBADMSG;
+        }
+        dir = strdup(log_dir);
+        if (!dir)
+                return -ENOMEM;
+        free(f->dir);
+        f->dir = dir;
+        safe_close(f->index_fd);
+        f->index_fd = TAKE_FD(fd); /* -EBADF if nothing was read yet: opened by the next drain */
+        for (int s = 0; s < _OUTPUT_STREAM_MAX; s++)
+                f->fds[s] = safe_close(f->fds[s]);
+        return 0;
 }
 
 int ctl_job_log_dir(const JobPaths *p, const char *job_id, char **ret) {

@@ -47,10 +47,10 @@ int ctl_verb_probe(int argc, char *argv[]) {
         while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
                 switch (c) {
                 case 'j': json = true; break;
-                default: return CTL_EXIT_ERROR;
+                default: return CTL_EXIT_USAGE;
                 }
         if (optind != argc)
-                return ctl_fail(CTL_EXIT_ERROR, "probe takes no arguments; see pondctl --help.");
+                return ctl_fail(CTL_EXIT_USAGE, "probe takes no arguments; see pondctl --help.");
         /* Trivial containers, nft and the cgroup checks need root; without it they report absent, which is
          * honest but not what this host could do. */
         if (geteuid() != 0)

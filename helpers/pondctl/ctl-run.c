@@ -113,7 +113,7 @@ static int parse_one(CtlRunArgs *a, int c, char *arg) {
                 return 0;
         }
         default:
-                return -EINVAL;
+                return -CTL_EUSAGE;
         }
 }
 
@@ -133,7 +133,7 @@ int ctl_run_parse_argv(int argc, char *argv[], CtlRunArgs *ret) {
                         return r;
         }
         if (!a.spec.command && !a.spec_file)
-                return log_error_errno(EINVAL, "Usage: pondctl run [OPTIONS] -- COMMAND [ARGS...]");
+                return log_error_errno(CTL_EUSAGE, "Usage: pondctl run [OPTIONS] -- COMMAND [ARGS...]");
         *ret = a;
         a = (CtlRunArgs) {};
         return 0;
@@ -197,8 +197,9 @@ int ctl_verb_run(int argc, char *argv[]) {
         size_t len;
         int r;
 
-        if (ctl_run_parse_argv(argc, argv, &a) < 0)
-                return CTL_EXIT_REFUSED;
+        r = ctl_run_parse_argv(argc, argv, &a);
+        if (r < 0) /* a bad option value is a refused spec; no command or an unknown option is misuse */
+                return r == -CTL_EUSAGE ? CTL_EXIT_USAGE : CTL_EXIT_REFUSED;
         /* Without the pinned key no result could be trusted: do not start a job we cannot check. */
         if (ctl_load_public_key(a.pubkey, pk) < 0)
                 return CTL_EXIT_UNVERIFIED;

@@ -95,12 +95,12 @@ int ctl_verb_seal(int argc, char *argv[]) {
                 case 't': to = optarg; break;
                 case 'j': job_id = optarg; break;
                 case 'i': in = optarg; break;
-                default: return CTL_EXIT_ERROR;
+                default: return CTL_EXIT_USAGE;
                 }
         if (!to || !job_id || optind != argc)
-                return ctl_fail(CTL_EXIT_ERROR, "Usage: pondctl seal --to WORKER_PUB --job-id ID [--in FILE|-]");
+                return ctl_fail(CTL_EXIT_USAGE, "Usage: pondctl seal --to WORKER_PUB --job-id ID [--in FILE|-]");
         if (!job_id_is_valid(job_id))
-                return ctl_fail(CTL_EXIT_ERROR, "--job-id: '%s' is not a valid job id.", job_id);
+                return ctl_fail(CTL_EXIT_USAGE, "--job-id: '%s' is not a valid job id.", job_id);
         if (load_worker_pub(to, pk) < 0)
                 return CTL_EXIT_ERROR;
         fd = open_input(in);
@@ -140,10 +140,10 @@ static int bundle_create_verb(int argc, char *argv[]) {
                 case 't': to = optarg; break;
                 case 'j': job_id = optarg; break;
                 case 'o': out = optarg; break;
-                default: return CTL_EXIT_ERROR;
+                default: return CTL_EXIT_USAGE;
                 }
         if (!to || !job_id || !out || optind != argc - 1)
-                return ctl_fail(CTL_EXIT_ERROR, "Usage: pondctl bundle create --to WORKER_PUB --job-id ID DIR -o FILE");
+                return ctl_fail(CTL_EXIT_USAGE, "Usage: pondctl bundle create --to WORKER_PUB --job-id ID DIR -o FILE");
         if (load_worker_pub(to, pk) < 0)
                 return CTL_EXIT_ERROR;
         fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -180,10 +180,10 @@ static int bundle_extract_verb(int argc, char *argv[]) {
                 switch (c) {
                 case 'k': key_dir = optarg; break;
                 case 'j': job_id = optarg; break;
-                default: return CTL_EXIT_ERROR;
+                default: return CTL_EXIT_USAGE;
                 }
         if (!job_id || optind != argc - 2)
-                return ctl_fail(CTL_EXIT_ERROR, "Usage: pondctl bundle extract [--key-dir DIR] --job-id ID FILE DEST");
+                return ctl_fail(CTL_EXIT_USAGE, "Usage: pondctl bundle extract [--key-dir DIR] --job-id ID FILE DEST");
         r = keys_load_seal_public(key_dir, pk);
         if (r >= 0)
                 r = keys_load_seal_secret(key_dir, &sk);
@@ -211,5 +211,5 @@ int ctl_verb_bundle(int argc, char *argv[]) {
                 return bundle_create_verb(argc - 1, argv + 1);
         if (argc >= 2 && streq(argv[1], "extract"))
                 return bundle_extract_verb(argc - 1, argv + 1);
-        return ctl_fail(CTL_EXIT_ERROR, "Usage: pondctl bundle create|extract ...; see pondctl --help.");
+        return ctl_fail(CTL_EXIT_USAGE, "Usage: pondctl bundle create|extract ...; see pondctl --help.");
 }

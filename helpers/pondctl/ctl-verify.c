@@ -88,14 +88,17 @@ int ctl_verb_result(int argc, char *argv[]) {
                 switch (c) {
                 case 'j': json = true; break;
                 case 'k': pubkey = optarg; break;
-                default: return CTL_EXIT_ERROR;
+                default: return CTL_EXIT_USAGE;
                 }
-        if (ctl_job_id_arg(argc, argv, optind, &id) < 0 || ctl_load_public_key(pubkey, pk) < 0)
+        if (ctl_job_id_arg(argc, argv, optind, &id) < 0)
+                return CTL_EXIT_USAGE;
+        if (ctl_load_public_key(pubkey, pk) < 0)
                 return CTL_EXIT_ERROR;
         if (job_paths_init(&paths, id) < 0 || ctl_result_dir(&paths, id, &dir) < 0)
                 return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
         if (access(dir, F_OK) < 0)
-                return ctl_fail_errno(CTL_EXIT_ERROR, errno, "Job %s has no result in %s: %m", id, dir);
+                return ctl_fail_errno(errno == ENOENT ? CTL_EXIT_NOT_FOUND : CTL_EXIT_ERROR, errno,
+                                      "Job %s has no result in %s: %m", id, dir);
         return verify_and_print(dir, pk, id, NULL, json);
 }
 
@@ -140,16 +143,16 @@ int ctl_verb_verify(int argc, char *argv[]) {
                 case 'i': job_id = optarg; break;
                 case 's': input_sha = optarg; break;
                 case 'g': image_digest = optarg; break;
-                default: return CTL_EXIT_ERROR;
+                default: return CTL_EXIT_USAGE;
                 }
         if (!pubkey || optind != argc - 1)
-                return ctl_fail(CTL_EXIT_ERROR, "Usage: pondctl verify --pubkey FILE [--job-id ID] "
+                return ctl_fail(CTL_EXIT_USAGE, "Usage: pondctl verify --pubkey FILE [--job-id ID] "
                                 "[--input-sha HEX] [--image-digest sha256:HEX] DIR");
         if (input_sha && (strlen(input_sha) != SHA256_HEX_SIZE - 1 ||
                           strspn(input_sha, "0123456789abcdef") != SHA256_HEX_SIZE - 1))
-                return ctl_fail(CTL_EXIT_ERROR, "--input-sha: must be 64 lowercase hex digits.");
+                return ctl_fail(CTL_EXIT_USAGE, "--input-sha: must be 64 lowercase hex digits.");
         if (image_digest && !digest_is_valid(image_digest))
-                return ctl_fail(CTL_EXIT_ERROR, "--image-digest: must be \"sha256:\" and 64 lowercase hex digits.");
+                return ctl_fail(CTL_EXIT_USAGE, "--image-digest: must be \"sha256:\" and 64 lowercase hex digits.");
         if (ctl_load_public_key(pubkey, pk) < 0)
                 return CTL_EXIT_ERROR;
         if (image_digest && check_image_digest(argv[optind], pk, job_id, input_sha, image_digest) != 0)
@@ -187,11 +190,11 @@ int ctl_verb_keygen(int argc, char *argv[]) {
         optind = 0;
         while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0) {
                 if (c != 'd')
-                        return CTL_EXIT_ERROR;
+                        return CTL_EXIT_USAGE;
                 dir = optarg;
         }
         if (optind != argc)
-                return ctl_fail(CTL_EXIT_ERROR, "Usage: pondctl keygen [--dir DIR]");
+                return ctl_fail(CTL_EXIT_USAGE, "Usage: pondctl keygen [--dir DIR]");
         r = keys_generate(dir);
         if (r == -EEXIST)
                 return ctl_fail(CTL_EXIT_ERROR, "Keys already exist in %s; they are pinned at enrollment. "
@@ -218,13 +221,13 @@ int ctl_verb_hash_input(int argc, char *argv[]) {
         optind = 0;
         while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0) {
                 if (c != 'c')
-                        return CTL_EXIT_ERROR;
+                        return CTL_EXIT_USAGE;
                 r = ctl_checkout_resolve(optarg, &checkout);
                 if (r < 0)
                         return ctl_fail_errno(CTL_EXIT_ERROR, r, "--checkout: cannot use '%s': %m", optarg);
         }
         if (optind != argc - 1)
-                return ctl_fail(CTL_EXIT_ERROR, "Usage: pondctl hash-input SPEC [--checkout DIR]");
+                return ctl_fail(CTL_EXIT_USAGE, "Usage: pondctl hash-input SPEC [--checkout DIR]");
         /* Exactly the bytes submit would write, and the tree the worker would hash. */
         r = ctl_spec_read(argv[optind], &file, &file_len, &err);
         if (r >= 0)

@@ -132,11 +132,46 @@ static int finish(const CtlWait *w, const char *dir) {
                 return CTL_EXIT_UNVERIFIED;
         }
         ret = ctl_exit_status_from_result(result, &why);
+        if (w->ret_result)
+                *w->ret_result = json_object_get(result);
         if (!w->quiet)
                 ctl_print_summary(stderr, result, dir);
         else if (why && (ret == CTL_EXIT_REFUSED || ret == CTL_EXIT_FAILED))
                 log_error("Job %s %s: %s", w->job_id, json_get_str(result, "status") ?: "failed", why);
         return ret;
+}
+
+static json_object *string_or_null(const char *s) {
+        return s ? json_object_new_string(s) : NULL;
+}
+
+int ctl_wait_to_json(const char *job_id, const char *result_dir, int exit_status, json_object *verified,
+                     json_object **ret) {
+        _cleanup_json_ json_object *o = json_object_new_object();
+        const char *why = NULL;
+        int r;
+
+        if (!o)
+                return -ENOMEM;
+        if (verified)
+                (void) ctl_exit_status_from_result(verified, &why);
+        r = json_add(o, "job_id", json_object_new_string(job_id));
+        if (r >= 0)
+                r = json_add(o, "exit_status", json_object_new_int(exit_status));
+        if (r >= 0)
+                r = json_add(o, "verified", json_object_new_boolean(verified != NULL));
+        if (r >= 0)
+                r = json_object_object_add(o, "status", string_or_null(json_get_str(verified, "status")));
+        if (r >= 0)
+                r = json_object_object_add(o, "reason", string_or_null(why ?: json_get_str(verified, "reason")));
+        if (r >= 0)
+                r = json_add(o, "result_dir", json_object_new_string(result_dir));
+        if (r >= 0)
+                r = json_object_object_add(o, "result", json_object_get(verified));
+        if (r < 0)
+                return -ENOMEM;
+        *ret = TAKE_PTR(o);
+        return 0;
 }
 
 static void drain_log(const CtlWait *w) {

@@ -19,10 +19,14 @@
 #include "spec.h"
 #include "unit-name.h"
 
-/* Exit statuses of `pondctl run` and `pondctl wait` other than the job's own rc (as timeout(1), env(1)). */
+/* pondctl's exit statuses, one table for every verb (pondctl(1), EXIT STATUS). run and wait also exit with
+ * the job's own rc; their statuses from 124 on follow timeout(1) and env(1). */
 enum {
         CTL_EXIT_OK = 0,
-        CTL_EXIT_ERROR = 1,        /* any other verb failed */
+        CTL_EXIT_ERROR = 1,        /* the verb failed (no bus, I/O); verify/result: the result did not verify */
+        CTL_EXIT_NOT_ELIGIBLE = 2, /* dispatch-check: a valid block this worker may not take */
+        CTL_EXIT_NOT_FOUND = 4,    /* no such job (as `systemctl status` for no such unit) */
+        CTL_EXIT_USAGE = 64,       /* unknown verb or option, missing or extra argument (EX_USAGE) */
         CTL_EXIT_TIMEOUT = 124,    /* the job ran out of wall clock */
         CTL_EXIT_REFUSED = 125,    /* refused (locally or by the worker), or a usage error of run/wait */
         CTL_EXIT_FAILED = 126,     /* pond failed: status failed, or the unit failed without a result */
@@ -70,7 +74,7 @@ int ctl_spec_serialize(json_object *spec, char **ret, size_t *ret_len);
 int ctl_spec_rewrite(const char *buf, size_t len, const char *checkout, char **ret, size_t *ret_len,
                      char **ret_error);
 
-/* Reads a spec file (bounded) and checks it with job_spec_parse(). *ret_error says why on -EINVAL. */
+/* Reads a spec file, or stdin for "-" (bounded either way). *ret_error says why on -EINVAL. */
 int ctl_spec_read(const char *path, char **ret, size_t *ret_len, char **ret_error);
 int ctl_spec_validate(const char *buf, size_t len, JobSpec **ret, char **ret_error);
 
@@ -109,6 +113,8 @@ int ctl_index_line_parse(const char *line, size_t len, CtlIndexEntry *ret);
 typedef struct CtlLogFollower {
         char *dir;
         int index_fd;
+        uint64_t index_read;                /* bytes of the index read so far (whole lines or not) */
+        crypto_hash_sha256_state index_sha; /* of those bytes: a switch checks the new index begins so */
         int fds[_OUTPUT_STREAM_MAX];
         int out[_OUTPUT_STREAM_MAX]; /* where each stream is copied; -EBADF once the reader went away */
         char line[CTL_INDEX_LINE_MAX];
@@ -122,6 +128,10 @@ int ctl_log_follower_init(CtlLogFollower *f, const char *log_dir, int out_fd, in
 /* Copies every chunk indexed so far; a log dir that does not exist yet is not an error. */
 int ctl_log_follower_drain(CtlLogFollower *f);
 void ctl_log_follower_done(CtlLogFollower *f);
+/* Continues from the same place in another copy of the same log (the result's hard links of the live log):
+ * the new index must begin with exactly the bytes read so far (-EBADMSG otherwise, nothing changed), so that
+ * no chunk is shown twice or skipped. Stream files are reopened from the new dir. */
+int ctl_log_follower_switch(CtlLogFollower *f, const char *log_dir);
 /* The log dir of a job: its spool's log/ while it exists, else the copy in its result. */
 int ctl_job_log_dir(const JobPaths *p, const char *job_id, char **ret);
 
@@ -139,11 +149,16 @@ typedef struct CtlWait {
         CtlLogFollower *log;  /* NULL: do not stream */
         const uint8_t *pk;
         bool quiet;
+        json_object **ret_result; /* if not NULL: the verified result, when there is one */
 } CtlWait;
 
 /* Waits until the result exists and the unit has stopped, cancelling the job on SIGINT/SIGTERM; verifies,
  * summarizes, and returns the exit status. */
 int ctl_wait(CtlWait *w);
+/* What `wait --json` prints: {job_id, exit_status, verified, status, reason, result_dir, result}; result is
+ * the verified result.json (NULL: none verified, then verified is false and status, reason are null). */
+int ctl_wait_to_json(const char *job_id, const char *result_dir, int exit_status, json_object *verified,
+                     json_object **ret);
 
 /* ctl-submit.c */
 /* Writes spec to STATEDIR/jobs/ID/job.json (a new spool entry; ids are never reused) and starts the unit,
@@ -151,11 +166,74 @@ int ctl_wait(CtlWait *w);
  * CTL_EXIT_REFUSED for a used id, CTL_EXIT_FAILED otherwise. A failed start leaves no spool entry. */
 int ctl_submit(sd_bus **bus, const JobPaths *paths, const char *job_id, const char *spec, size_t len);
 
+/* ctl-list.c: what list and status --json say about a job. */
+typedef struct CtlJobInfo {
+        const char *job_id;
+        const char *state;       /* pending running completed refused failed cancelled unknown */
+        const char *profile;     /* NULL: not known */
+        bool has_rc;
+        int rc;
+        const char *signal;      /* "SIGKILL", or NULL */
+        uint64_t submitted_usec; /* CLOCK_REALTIME of the spool entry's job.json; 0: not known */
+} CtlJobInfo;
+
+/* The state a job is in: the result's status if there is a result (an unknown status counts as failed),
+ * else from the unit (st NULL: no system bus, "unknown"). */
+const char *ctl_job_state(json_object *result, const CtlUnitState *st);
+/* profile, rc and signal from a (peeked) result. */
+void ctl_job_info_from_result(CtlJobInfo *i, json_object *result);
+/* {job_id, state, profile, rc, signal, submitted_usec}, every key present (null when not known). */
+int ctl_job_info_to_json(const CtlJobInfo *i, json_object **ret);
+/* The profile the spool's job.json asks for (*ret_profile NULL if none or unreadable) and when it was
+ * written (*ret_usec untouched if unknown). */
+void ctl_spool_info(const JobPaths *p, char **ret_profile, uint64_t *ret_usec);
+/* What `status --json` prints: ctl_job_info_to_json()'s keys plus unit, active_state, sub_state, loaded,
+ * status_text (null without a bus: st NULL) and result: null, or {status, exit_status, reason, verified:
+ * false} from the peeked result. */
+int ctl_status_to_json(const CtlJobInfo *i, const char *unit, const CtlUnitState *st, json_object *result,
+                       json_object **ret);
+
+typedef struct CtlListFilter {
+        char **states;       /* NULL: any */
+        uint64_t since_usec; /* 0: any */
+        const char *profile; /* NULL: any */
+} CtlListFilter;
+
+typedef struct CtlListArgs {
+        bool json;
+        CtlListFilter filter;
+} CtlListArgs;
+
+/* --since: "@EPOCH", "YYYY-MM-DD", "YYYY-MM-DDTHH:MM[:SS]" (UTC, an optional Z), or "Ns" "Nm" "Nh" "Nd"
+ * before now_usec. -EINVAL otherwise. */
+int ctl_since_parse(const char *s, uint64_t now_usec, uint64_t *ret_usec);
+/* --state: "a,b" adds each (known) state to *states once; -EINVAL for an unknown one. */
+int ctl_states_add(const char *s, char ***states);
+bool ctl_list_filter_match(const CtlListFilter *f, const CtlJobInfo *i);
+/* -EINVAL for a usage error (logged), -ENOMEM. */
+int ctl_list_parse_argv(int argc, char *argv[], uint64_t now_usec, CtlListArgs *ret);
+void ctl_list_args_done(CtlListArgs *a);
+
+/* JSON for scripts on stdout: json-c, pretty, no escaped slashes, and a newline. */
+void ctl_json_print(json_object *o);
+/* All of stdin (a pipe as often as a file), at most max bytes (-EFBIG beyond), NUL-terminated. */
+int ctl_read_stdin(size_t max, char **ret, size_t *ret_len);
+
 /* ctl-jobs.c */
 /* argv[first] as the only positional argument, a valid job id; logs usage otherwise. */
 int ctl_job_id_arg(int argc, char *argv[], int first, const char **ret);
+/* Whether the job has a spool entry or a result. */
+bool ctl_job_known(const JobPaths *p, const char *job_id);
 /* results/ID/result.json parsed but NOT verified: for status displays only. */
 int ctl_result_peek(const JobPaths *p, const char *job_id, json_object **ret);
+
+/* ctl-main.c: the command line. Returns the exit status: --help (global or after a verb, before any "--")
+ * prints usage to stdout and gives 0; no verb prints usage to stderr and gives CTL_EXIT_USAGE. */
+int ctl_main(int argc, char *argv[]);
+/* Whether argv (argv[0] the verb) asks for the verb's usage: --help or -h before any "--". */
+bool ctl_wants_help(int argc, char *argv[]);
+/* The synopsis of a verb's arguments, or NULL for no such verb. */
+const char *ctl_verb_usage_args(const char *verb);
 
 /* Verbs: argv[0] is the verb. */
 int ctl_verb_run(int argc, char *argv[]);
@@ -181,5 +259,7 @@ typedef struct CtlRunArgs {
         char *checkout_abs;
 } CtlRunArgs;
 
+/* -EINVAL for a bad option value (a refusal: exit 125), -CTL_EUSAGE for an unknown option or no command. */
+#define CTL_EUSAGE EBADRQC
 int ctl_run_parse_argv(int argc, char *argv[], CtlRunArgs *ret);
 void ctl_run_args_done(CtlRunArgs *a);

@@ -1,0 +1,336 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ctl-list.c: `pondctl list [--json] [--state S] [--since T] [--profile P]`: one entry per spool entry,
+ * its state from the (unverified) result or else from its unit, and the filters a script selects with.
+ * The state names and the JSON shape are shared with `pondctl status --json`. */
+#include <dirent.h>
+#include <getopt.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "ctl.h"
+#include "fileio.h"
+#include "jobid.h"
+#include "json-util.h"
+#include "strv.h"
+
+#define _cleanup_bus_ _cleanup_(sd_bus_flush_close_unrefp)
+#define USEC_PER_SEC 1000000ULL
+
+static const char *const job_states[] = {
+        "pending", "running", "completed", "refused", "failed", "cancelled", "unknown", NULL
+};
+
+static bool strv_contains(const char *const *l, const char *s) {
+        for (; l && *l; l++)
+                if (streq(*l, s))
+                        return true;
+        return false;
+}
+
+const char *ctl_job_state(json_object *result, const CtlUnitState *st) {
+        const char *s;
+
+        if (result) {
+                s = json_get_str(result, "status");
+                return s && strv_contains(job_states, s) ? s : "failed";
+        }
+        if (!st)
+                return "unknown";
+        /* Queued but not started: pending. Stopped without a result: it will never have one. */
+        if (st->job_pending && streq(st->active_state ?: "inactive", "inactive"))
+                return "pending";
+        return ctl_unit_state_is_running(st) ? "running" : "failed";
+}
+
+void ctl_job_info_from_result(CtlJobInfo *i, json_object *result) {
+        json_object *ex = json_get(result, "exit"), *rc = json_get(ex, "rc");
+
+        i->profile = json_get_str(result, "profile") ?: i->profile;
+        i->signal = json_get_str(ex, "signal");
+        i->has_rc = !i->signal && json_object_is_type(rc, json_type_int);
+        i->rc = i->has_rc ? json_object_get_int(rc) : 0;
+}
+
+static json_object *string_or_null(const char *s) {
+        return s ? json_object_new_string(s) : NULL;
+}
+
+int ctl_job_info_to_json(const CtlJobInfo *i, json_object **ret) {
+        _cleanup_json_ json_object *o = json_object_new_object();
+        int r;
+
+        if (!o)
+                return -ENOMEM;
+        r = json_add(o, "job_id", json_object_new_string(i->job_id));
+        if (r >= 0)
+                r = json_add(o, "state", json_object_new_string(i->state));
+        /* null members are added as such: a script can rely on every key being there. */
+        if (r >= 0)
+                r = json_object_object_add(o, "profile", string_or_null(i->profile));
+        if (r >= 0)
+                r = json_object_object_add(o, "rc", i->has_rc ? json_object_new_int(i->rc) : NULL);
+        if (r >= 0)
+                r = json_object_object_add(o, "signal", string_or_null(i->signal));
+        if (r >= 0)
+                r = json_object_object_add(o, "submitted_usec", i->submitted_usec > 0 ?
+                                           json_object_new_uint64(i->submitted_usec) : NULL);
+        if (r < 0)
+                return -ENOMEM;
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+int ctl_status_to_json(const CtlJobInfo *i, const char *unit, const CtlUnitState *st, json_object *result,
+                       json_object **ret) {
+        _cleanup_json_ json_object *o = NULL;
+        json_object *res = NULL;
+        const char *why = NULL;
+        int r, code;
+
+        r = ctl_job_info_to_json(i, &o);
+        if (r < 0)
+                return r;
+        if (result) {
+                code = ctl_exit_status_from_result(result, &why);
+                res = json_object_new_object();
+                r = res ? 0 : -ENOMEM;
+                if (r >= 0)
+                        r = json_object_object_add(res, "status", string_or_null(json_get_str(result, "status")));
+                if (r >= 0)
+                        r = json_add(res, "exit_status", json_object_new_int(code));
+                if (r >= 0)
+                        r = json_object_object_add(res, "reason",
+                                                   string_or_null(why ?: json_get_str(result, "reason")));
+                if (r >= 0)
+                        r = json_add(res, "verified", json_object_new_boolean(false));
+                if (r < 0) {
+                        json_object_put(res);
+                        return -ENOMEM;
+                }
+        }
+        r = json_add(o, "unit", json_object_new_string(unit));
+        if (r >= 0)
+                r = json_object_object_add(o, "active_state", string_or_null(st ? st->active_state : NULL));
+        if (r >= 0)
+                r = json_object_object_add(o, "sub_state", string_or_null(st ? st->sub_state : NULL));
+        if (r >= 0)
+                r = json_object_object_add(o, "loaded", st ? json_object_new_boolean(st->loaded) : NULL);
+        if (r >= 0)
+                r = json_object_object_add(o, "status_text",
+                                           string_or_null(st && st->status_text && *st->status_text ?
+                                                          st->status_text : NULL));
+        if (r >= 0)
+                r = json_object_object_add(o, "result", res);
+        else
+                json_object_put(res);
+        if (r < 0)
+                return -ENOMEM;
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+int ctl_since_parse(const char *s, uint64_t now_usec, uint64_t *ret_usec) {
+        static const struct { char suffix; uint64_t sec; } units[] = {
+                { 's', 1 }, { 'm', 60 }, { 'h', 3600 }, { 'd', 86400 },
+        };
+        static const char *const formats[] = { "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d" };
+        size_t n = s ? strlen(s) : 0;
+        char *end = NULL;
+        uint64_t v;
+
+        if (n == 0 || n > 32)
+                return -EINVAL;
+        if (s[0] == '@') {
+                if (n < 2 || strspn(s + 1, "0123456789") != n - 1 || n - 1 > 12)
+                        return -EINVAL;
+                *ret_usec = strtoull(s + 1, NULL, 10) * USEC_PER_SEC;
+                return 0;
+        }
+        if (s[0] >= '0' && s[0] <= '9' && strspn(s, "0123456789") == n - 1 && n - 1 <= 9)
+                for (size_t i = 0; i < ELEMENTSOF(units); i++)
+                        if (s[n - 1] == units[i].suffix) {
+                                v = strtoull(s, &end, 10) * units[i].sec * USEC_PER_SEC;
+                                *ret_usec = v < now_usec ? now_usec - v : 0;
+                                return 0;
+                        }
+        for (size_t i = 0; i < ELEMENTSOF(formats); i++) {
+                struct tm tm = {};
+                time_t t;
+
+                end = strptime(s, formats[i], &tm);
+                if (!end || (*end && !streq(end, "Z")))
+                        continue;
+                t = timegm(&tm);
+                if (t < 0)
+                        return -EINVAL;
+                *ret_usec = (uint64_t) t * USEC_PER_SEC;
+                return 0;
+        }
+        return -EINVAL;
+}
+
+int ctl_states_add(const char *s, char ***states) {
+        for (const char *p = s; ; ) {
+                size_t n = strcspn(p, ",");
+                _cleanup_free_ char *one = strndup(p, n);
+
+                if (!one)
+                        return -ENOMEM;
+                if (!strv_contains(job_states, one))
+                        return -EINVAL;
+                if (!strv_contains((const char *const *) *states, one) && strv_push(states, TAKE_PTR(one)) < 0)
+                        return -ENOMEM;
+                if (!p[n])
+                        return 0;
+                p += n + 1;
+        }
+}
+
+bool ctl_list_filter_match(const CtlListFilter *f, const CtlJobInfo *i) {
+        if (f->states && !strv_contains((const char *const *) f->states, i->state))
+                return false;
+        /* A job whose submission time is unknown cannot be shown to be recent enough. */
+        if (f->since_usec > 0 && (i->submitted_usec == 0 || i->submitted_usec < f->since_usec))
+                return false;
+        return !f->profile || streq(i->profile ?: "", f->profile);
+}
+
+void ctl_list_args_done(CtlListArgs *a) {
+        strv_freep(&a->filter.states);
+        *a = (CtlListArgs) {};
+}
+
+int ctl_list_parse_argv(int argc, char *argv[], uint64_t now_usec, CtlListArgs *ret) {
+        static const struct option options[] = {
+                { "json", no_argument, NULL, 'j' },
+                { "state", required_argument, NULL, 's' },
+                { "since", required_argument, NULL, 't' },
+                { "profile", required_argument, NULL, 'p' },
+                {}
+        };
+        _cleanup_(ctl_list_args_done) CtlListArgs a = {};
+        int c, r;
+
+        optind = 0;
+        while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
+                switch (c) {
+                case 'j':
+                        a.json = true;
+                        break;
+                case 's':
+                        r = ctl_states_add(optarg, &a.filter.states);
+                        if (r == -ENOMEM)
+                                return r;
+                        if (r < 0)
+                                return log_error_errno(EINVAL, "--state: '%s' is not a list of pending, running, "
+                                                       "completed, refused, failed, cancelled, unknown.", optarg);
+                        break;
+                case 't':
+                        if (ctl_since_parse(optarg, now_usec, &a.filter.since_usec) < 0)
+                                return log_error_errno(EINVAL, "--since: '%s' is not @EPOCH, YYYY-MM-DD[THH:MM[:SS]] "
+                                                       "(UTC) or a time ago like 30m, 2h, 1d.", optarg);
+                        break;
+                case 'p':
+                        a.filter.profile = optarg;
+                        break;
+                default:
+                        return -EINVAL;
+                }
+        if (optind != argc)
+                return log_error_errno(EINVAL, "list takes no arguments; see pondctl list --help.");
+        *ret = a;
+        a = (CtlListArgs) {};
+        return 0;
+}
+
+/* The profile a queued job asked for, from its spool entry, and when it was submitted (job.json's mtime:
+ * written once, atomically, by submit). */
+void ctl_spool_info(const JobPaths *p, char **ret_profile, uint64_t *ret_usec) {
+        _cleanup_(job_spec_freep) JobSpec *s = NULL;
+        _cleanup_free_ char *path = NULL, *buf = NULL;
+        struct stat st;
+        size_t len;
+
+        if (asprintf(&path, "%s/job.json", p->spool) < 0)
+                return;
+        if (stat(path, &st) >= 0)
+                *ret_usec = (uint64_t) st.st_mtim.tv_sec * USEC_PER_SEC + (uint64_t) st.st_mtim.tv_nsec / 1000;
+        if (read_full_file(path, CTL_SPEC_MAX, &buf, &len) >= 0 && job_spec_parse(buf, len, &s, NULL) >= 0 &&
+            s->sandbox.profile)
+                *ret_profile = strdup(s->sandbox.profile);
+}
+
+/* Prints the job if it passes the filter: a line, or an element of array. */
+static int list_one(sd_bus *bus, const char *id, const CtlListArgs *a, json_object *array) {
+        _cleanup_(ctl_unit_state_done) CtlUnitState st = {};
+        _cleanup_(job_paths_done) JobPaths paths = {};
+        _cleanup_json_ json_object *result = NULL, *o = NULL;
+        _cleanup_free_ char *profile = NULL;
+        CtlJobInfo i = { .job_id = id };
+        bool have_state = false;
+
+        if (job_paths_init(&paths, id) < 0)
+                return -ENOMEM;
+        ctl_spool_info(&paths, &profile, &i.submitted_usec);
+        i.profile = profile;
+        if (ctl_result_peek(&paths, id, &result) < 0)
+                result = NULL;
+        else
+                ctl_job_info_from_result(&i, result);
+        if (!result && bus)
+                have_state = ctl_unit_get_state(bus, paths.service, false, &st) >= 0;
+        i.state = ctl_job_state(result, have_state ? &st : NULL);
+        if (!ctl_list_filter_match(&a->filter, &i))
+                return 0;
+        if (!a->json) {
+                char rc[32] = "-";
+
+                if (i.signal)
+                        snprintf(rc, sizeof rc, "%s", i.signal);
+                else if (i.has_rc)
+                        snprintf(rc, sizeof rc, "%d", i.rc);
+                printf("%s %s %s %s\n", id, i.state, i.profile ?: "-", rc);
+                return 0;
+        }
+        if (ctl_job_info_to_json(&i, &o) < 0 || json_object_array_add(array, o) < 0)
+                return -ENOMEM;
+        TAKE_PTR(o);
+        return 0;
+}
+
+int ctl_verb_list(int argc, char *argv[]) {
+        _cleanup_(ctl_list_args_done) CtlListArgs a = {};
+        _cleanup_(job_paths_done) JobPaths paths = {};
+        _cleanup_json_ json_object *array = NULL;
+        _cleanup_free_ char *jobs = NULL;
+        _cleanup_bus_ sd_bus *bus = NULL;
+        struct dirent **names = NULL;
+        const char *slash;
+        int n, r = 0;
+
+        if (ctl_list_parse_argv(argc, argv, clock_usec(CLOCK_REALTIME), &a) < 0)
+                return CTL_EXIT_USAGE;
+        /* The spool's parent, derived like every other job path (a dummy id only names a child of it). */
+        if (job_paths_init(&paths, "x") < 0 || !(slash = strrchr(paths.spool, '/')) ||
+            !(jobs = strndup(paths.spool, (size_t) (slash - paths.spool))) ||
+            (a.json && !(array = json_object_new_array())))
+                return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
+        n = scandir(jobs, &names, NULL, alphasort);
+        if (n < 0 && errno != ENOENT)
+                return ctl_fail_errno(CTL_EXIT_ERROR, errno, "Cannot list %s: %m", jobs);
+        if (n > 0 && ctl_bus_open(&bus) < 0)
+                bus = NULL; /* still list what the results say; the rest shows as unknown */
+        for (int i = 0; i < n; i++) {
+                if (r >= 0 && job_id_is_valid(names[i]->d_name) &&
+                    (names[i]->d_type == DT_DIR || names[i]->d_type == DT_UNKNOWN))
+                        r = list_one(bus, names[i]->d_name, &a, array);
+                free(names[i]);
+        }
+        free(names);
+        if (r < 0)
+                return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
+        if (a.json) /* nothing ever submitted: an empty array */
+                ctl_json_print(array);
+        return CTL_EXIT_OK;
+}

@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ctl-main.c: pondctl's verb table, its usage texts (`pondctl --help`, `pondctl VERB --help`) and the
+ * dispatch from argv to a verb with the exit statuses of pondctl(1), plus the two ends scripts use (JSON on
+ * stdout, a spec or block on stdin): in the library so that unit tests can drive the command line. */
+#include <getopt.h>
+#include <string.h>
+
+#include "config.h"
+#include "ctl.h"
+#include "ctl-dispatch.h"
+#include "ctl-probe.h"
+#include "ctl-secrets.h"
+#include "log.h"
+
+typedef struct Verb {
+        const char *name;
+        int (*run)(int argc, char *argv[]);
+        const char *args;
+        const char *what;
+        const char *options; /* the verb's --help beyond its synopsis; NULL: none */
+} Verb;
+
+static const Verb verbs[] = {
+        { "run", ctl_verb_run, "[OPTIONS] -- CMD...", "run a job and exit with its rc",
+          "  --profile P --backend B --tier T --image NAME --checkout DIR --allow-host H (repeatable)\n"
+          "  --memory SIZE --cpus N --pids N --tmpfs-size SIZE --timeout SECONDS --output PATH (repeatable)\n"
+          "  --env K=V (repeatable) --tenant T --job-id ID --spec FILE --pubkey FILE -q|--quiet\n"
+          "Exits with the job's rc, 128+N for signal N, 124 timed out, 125 refused, 126 pond failed,\n"
+          "127 result did not verify, 130 cancelled, 64 usage error.\n" },
+        { "submit", ctl_verb_submit, "SPEC|- [--checkout DIR]", "queue and start, print the id",
+          "  SPEC      a job spec file, or - for stdin (checked by the worker's own parser either way)\n"
+          "  --checkout DIR  set the spec's checkout to DIR's absolute path\n"
+          "Exits 0, 125 refused (spec, used id), 126 the unit could not be started.\n" },
+        { "status", ctl_verb_status, "ID [--json]", "unit state and result status",
+          "  --json    one JSON object: job_id, unit, state, active_state, sub_state, status_text, result\n"
+          "Exits 0, or 4 if there is no such job.\n" },
+        { "logs", ctl_verb_logs, "ID [-f]", "the job's output, in order",
+          "  -f, --follow  follow the live log until the job ends, then its signed copy in the result\n"
+          "Exits 0, 4 no such job, 127 the result's log does not verify.\n" },
+        { "wait", ctl_verb_wait, "ID [--pubkey F] [-q] [--json]", "wait, verify, exit as run does",
+          "  --pubkey FILE  verify with this key instead of KEYDIR/sign.pub\n"
+          "  -q, --quiet    no summary\n"
+          "  --json         the outcome as one JSON object on stdout (verified, exit_status, result)\n"
+          "Exits as run does; 4 if there is no such job.\n" },
+        { "cancel", ctl_verb_cancel, "ID", "stop it; it still gets a result",
+          "Exits 0, 4 no such job, 1 the unit could not be stopped.\n" },
+        { "list", ctl_verb_list, "[--json] [--state S] [--since T] [--profile P]", "id state profile rc, per job",
+          "  --json         a JSON array of {job_id, state, profile, rc, signal, submitted_usec}\n"
+          "  --state S[,S]  only jobs in these states: pending running completed refused failed cancelled\n"
+          "                 unknown (repeatable)\n"
+          "  --since T      only jobs submitted at or after T: @EPOCH, YYYY-MM-DD[THH:MM[:SS]] (UTC), or\n"
+          "                 a time ago like 90s, 30m, 2h, 1d\n"
+          "  --profile P    only jobs of profile P\n" },
+        { "result", ctl_verb_result, "ID [--json] [--pubkey F]", "verify and show a result",
+          "  --json         result.json byte for byte, as verified\n"
+          "  --pubkey FILE  verify with this key instead of KEYDIR/sign.pub\n"
+          "Exits 0, 1 it does not verify, 4 no such job or no result yet.\n" },
+        { "verify", ctl_verb_verify, "--pubkey F [OPTIONS] DIR", "check a result directory",
+          "  --pubkey FILE --job-id ID --input-sha HEX --image-digest sha256:HEX\n"
+          "Exits 0 verified, 1 not.\n" },
+        { "keygen", ctl_verb_keygen, "[--dir DIR]", "create keys for enrollment", NULL },
+        { "hash-input", ctl_verb_hash_input, "SPEC [--checkout DIR]", "the input_sha a worker signs", NULL },
+        { "image", ctl_verb_image, "import|list|inspect|rm|gc", "the image store (pondctl(1))",
+          "  import PATH [--name REPO:TAG] [--json]\n"
+          "  list [--json]\n"
+          "  inspect NAME|DIGEST\n"
+          "  rm NAME|DIGEST...\n"
+          "  gc [--json]\n" },
+        { "probe", ctl_verb_probe, "[--json]", "what this host can enforce",
+          "  --json    the probe document (probe_version, capabilities, ...; docs/dispatch.md)\n" },
+        { "seal", ctl_verb_seal, "--to PUB --job-id ID [--in F]", "seal a secret (stdin) to a worker", NULL },
+        { "bundle", ctl_verb_bundle, "create|extract ...", "encrypted source bundles",
+          "  create --to PUB --job-id ID DIR -o FILE\n"
+          "  extract [--key-dir D] --job-id ID FILE DEST\n" },
+        { "dispatch-check", ctl_verb_dispatch_check, "[FILE] [--tenant P] [--worker PROBE]", "route a sandbox block",
+          "  FILE|-  a sandbox block (stdin without FILE)\n"
+          "  --tenant PROJECT --policy DIR --worker PROBE.json --worker-tags TAG,TAG...\n"
+          "Exits 0 accepted, 1 refused, 2 this worker may not take it.\n" },
+};
+
+void ctl_json_print(json_object *o) {
+        puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+}
+
+int ctl_read_stdin(size_t max, char **ret, size_t *ret_len) {
+        _cleanup_free_ char *buf = malloc(max + 1);
+        size_t len = 0;
+
+        if (!buf)
+                return -ENOMEM;
+        for (;;) {
+                ssize_t k = read(STDIN_FILENO, buf + len, max + 1 - len);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return -errno;
+                if (k == 0)
+                        break;
+                len += (size_t) k;
+                if (len > max)
+                        return -EFBIG;
+        }
+        buf[len] = 0;
+        *ret = TAKE_PTR(buf);
+        *ret_len = len;
+        return 0;
+}
+
+static void usage(FILE *f) {
+        fprintf(f, "Usage: pondctl [--debug] VERB [ARGS...]\n"
+                   "       pondctl VERB --help\n\n");
+        for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
+                fprintf(f, "  %-14s %-36s %s\n", verbs[i].name,
+                        strlen(verbs[i].args) > 36 ? "[OPTIONS]" : verbs[i].args, verbs[i].what);
+        fprintf(f, "\nExit status: 0 success, 1 failed, 4 no such job, 64 usage error; run and wait exit with the\n"
+                   "job's rc, 128+N signal N, 124 timed out, 125 refused, 126 pond failed, 127 did not verify,\n"
+                   "130 cancelled. See pondctl(1).\n");
+}
+
+static void verb_usage(const Verb *v) {
+        printf("Usage: pondctl %s %s\n\n%s.\n", v->name, v->args, v->what);
+        if (v->options)
+                printf("\n%s", v->options);
+        printf("See pondctl(1).\n");
+}
+
+static const Verb *find_verb(const char *name) {
+        for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
+                if (streq(verbs[i].name, name))
+                        return &verbs[i];
+        return NULL;
+}
+
+bool ctl_wants_help(int argc, char *argv[]) {
+        for (int i = 1; i < argc; i++) {
+                if (streq(argv[i], "--"))
+                        return false; /* from here on: the job's command */
+                if (streq(argv[i], "--help") || streq(argv[i], "-h"))
+                        return true;
+        }
+        return false;
+}
+
+const char *ctl_verb_usage_args(const char *verb) {
+        const Verb *v = find_verb(verb);
+
+        return v ? v->args : NULL;
+}
+
+/* Global options, up to the verb; returns 1 to go on, else the exit status. */
+static int parse_argv(int argc, char *argv[]) {
+        static const struct option options[] = {
+                { "debug", no_argument, NULL, 'd' },
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, 'V' },
+                {}
+        };
+        int c;
+
+        optind = 0;
+        while ((c = getopt_long(argc, argv, "+h", options, NULL)) >= 0)
+                switch (c) {
+                case 'd':
+                        log_set_max_level(LOG_DEBUG);
+                        break;
+                case 'h':
+                        usage(stdout);
+                        return CTL_EXIT_OK;
+                case 'V':
+                        puts("pondctl " POND_VERSION);
+                        return CTL_EXIT_OK;
+                default:
+                        return CTL_EXIT_USAGE;
+                }
+        if (optind >= argc) {
+                /* No verb: a script's mistake, not a request for help; keep stdout clean. */
+                usage(stderr);
+                return CTL_EXIT_USAGE;
+        }
+        return 1;
+}
+
+int ctl_main(int argc, char *argv[]) {
+        const Verb *v;
+        int first, r;
+
+        r = parse_argv(argc, argv);
+        if (r != 1)
+                return r;
+        first = optind;
+        v = find_verb(argv[first]);
+        if (!v) {
+                log_error("Unknown verb '%s'; see pondctl --help.", argv[first]);
+                return CTL_EXIT_USAGE;
+        }
+        if (ctl_wants_help(argc - first, argv + first)) {
+                verb_usage(v);
+                return CTL_EXIT_OK;
+        }
+        /* Each verb parses its own options from its name on. */
+        r = v->run(argc - first, argv + first);
+        fflush(stdout);
+        return r < 0 ? CTL_EXIT_ERROR : r;
+}
