@@ -105,7 +105,9 @@ int stage_setup(const char *job_dir, const char *checkout, FsPosture fs, uint64_
         s.workspace = path_join(job_dir, "workspace");
         if (!s.workspace)
                 return -ENOMEM;
-        if (mkdir(s.workspace, 0755) < 0 && errno != EEXIST) {
+        /* Its mode whatever the umask (the supervisor's unit has 0077): without a checkout it is what the job
+         * sees, and a job in a uid range of its own is "other" to it. */
+        if ((mkdir(s.workspace, 0755) < 0 && errno != EEXIST) || chmod(s.workspace, 0755) < 0) {
                 r = -errno;
                 goto fail;
         }
