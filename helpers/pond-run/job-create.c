@@ -13,6 +13,7 @@
 #include "fileio.h"
 #include "job.h"
 #include "log.h"
+#include "oci.h"
 
 /* The job's output: its log in the spool, fed from two pipes the runtime's create step inherits. */
 static int open_output(Job *j) {
@@ -54,7 +55,8 @@ static int runtime_argv(Job *j, char ***ret_create) {
 
 /* The child that becomes the runtime's create step: it waits until systemd has moved it into the scope.
  * Nothing but stdio (the output pipes) and the go pipe reaches it. */
-static int fork_create(JobRuntime *rt, char **argv, int *ret_go_fd) {
+static int fork_create(JobRuntime *rt, char **argv, const struct rlimit *limits, const int *resources,
+                       int *ret_go_fd) {
         _cleanup_close_ int go_read = -EBADF, go_write = -EBADF;
         int go[2], r;
 
@@ -71,6 +73,10 @@ static int fork_create(JobRuntime *rt, char **argv, int *ret_go_fd) {
 
                 if (read(go_read, &c, 1) != 1)
                         _exit(127); /* the supervisor gave up: never run outside the scope */
+                /* lowering needs no privilege; a limit that cannot be set is a job that does not run */
+                for (size_t i = 0; limits && i < OCI_JOB_RLIMITS; i++)
+                        if (setrlimit(resources[i], &limits[i]) < 0)
+                                _exit(127);
                 runtime_execv(argv);
         }
         rt->out_pipe[1] = safe_close(rt->out_pipe[1]);
@@ -188,6 +194,8 @@ static int log_create_failure(Job *j, int r) {
 int job_create_in_scope(Job *j) {
         _cleanup_strv_free_ char **create = NULL;
         _cleanup_close_ int go = -EBADF;
+        struct rlimit limits[OCI_JOB_RLIMITS];
+        int resources[OCI_JOB_RLIMITS];
         int r;
 
         r = open_output(j);
@@ -195,8 +203,10 @@ int job_create_in_scope(Job *j) {
                 r = runtime_argv(j, &create);
         if (r < 0)
                 return r;
+        /* the job's rlimits, where config.json does not carry them (oci.h says why) */
+        oci_job_rlimits(j->input.resolved, resources, limits);
         sd_notify(false, "STATUS=launching");
-        r = fork_create(&j->runtime, create, &go);
+        r = fork_create(&j->runtime, create, j->userns.on ? limits : NULL, resources, &go);
         if (r < 0)
                 return log_error_errno(r, "Cannot fork the runtime: %m");
         r = start_scope(j);

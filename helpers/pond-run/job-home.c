@@ -66,8 +66,8 @@ static int write_files(Job *j, int home_fd) {
                                         err ?: "?");
                         break;
                 }
-                r = home_write_file(home_fd, spec->home_files[i].path, text, len, spec->home_files[i].mode, JOB_UID,
-                                    JOB_GID);
+                r = home_write_file(home_fd, spec->home_files[i].path, text, len, spec->home_files[i].mode,
+                                    job_host_uid(j), job_host_gid(j));
                 if (r < 0)
                         log_error_errno(r, "Cannot write %s in the job's home: %m", spec->home_files[i].path);
                 explicit_bzero(text, len); /* a dummy key is worthless outside the job, but not ours to keep */
@@ -82,7 +82,7 @@ int job_home(Job *j) {
 
         if (!j->input.resolved->confined)
                 return 0;
-        r = home_mount(j->paths.run, j->input.resolved->home_bytes, JOB_UID, JOB_GID, &j->home.path);
+        r = home_mount(j->paths.run, j->input.resolved->home_bytes, job_host_uid(j), job_host_gid(j), &j->home.path);
         if (r < 0)
                 return job_fail(j, log_error_errno(r, "Cannot mount the job's home: %m"),
                                 "cannot mount the job's home");

@@ -62,7 +62,7 @@ int job_network(Job *j) {
                 ports[n_ports++] = NET_BROKER_PORT;
         if (j->sidecars[POND_SIDECAR_EGRESS].config)
                 ports[n_ports++] = NET_PROXY_PORT;
-        r = job_net_setup(j->paths.id, j->paths.rundir, ports, n_ports, &j->network.net, &err);
+        r = job_net_setup(j->paths.id, j->paths.rundir, j->userns.fd, ports, n_ports, &j->network.net, &err);
         if (r < 0) {
                 log_error_errno(r, "Cannot set up the job's network: %s", err ?: strerror(-r));
                 return job_fail(j, r, "cannot set up the job's network");

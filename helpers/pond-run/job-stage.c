@@ -16,25 +16,33 @@ static int stage_workspace(Job *j) {
         _cleanup_free_ char *err = NULL;
         int r;
 
-        r = stage_setup(j->paths.run, in->spec->checkout, in->resolved->fs, in->resolved->tmpfs_bytes, &s->stage);
+        r = stage_setup(j->paths.run, in->spec->checkout, in->resolved->fs, in->resolved->tmpfs_bytes, job_host_uid(j),
+                        job_host_gid(j), &s->stage);
         if (r < 0)
                 return job_fail(j, log_error_errno(r, "Cannot stage the checkout %s: %m",
                                                    in->spec->checkout ?: "(none)"), "cannot stage the checkout");
         s->staged = true;
         if (s->image.digest) {  /* an imported image, looked up and held at acceptance */
-                r = image_mount(&s->image, j->paths.run, &err);
+                r = image_mount(&s->image, j->paths.run, j->userns.fd, &err);
                 if (r < 0)
                         return job_fail(j, log_error_errno(r, "Cannot mount image %s: %s", s->image.digest,
                                                            err ?: ""), "%s", err ?: "cannot mount the image");
                 return 0;
         }
-        if (s->image.rootfs)
-                return 0;       /* a directory image, found at acceptance */
-        r = image_prepare(in->resolved->image, j->paths.images, j->paths.run, &s->image, &err);
-        if (r < 0) {
-                log_error_errno(r, "Cannot prepare image %s: %s", in->resolved->image, err ?: "");
-                return job_fail(j, r, "%s", err ?: "cannot prepare the image");
+        /* else a directory image, found at acceptance */
+        if (!s->image.rootfs) {
+                r = image_prepare(in->resolved->image, j->paths.images, j->paths.run, &s->image, &err);
+                if (r < 0) {
+                        log_error_errno(r, "Cannot prepare image %s: %s", in->resolved->image, err ?: "");
+                        return job_fail(j, r, "%s", err ?: "cannot prepare the image");
+                }
         }
+        if (!j->userns.on)
+                return 0;
+        r = image_idmap_root(&s->image, j->paths.run, j->userns.fd, &err);
+        if (r < 0)
+                return job_fail(j, log_error_errno(r, "Cannot map the job's root to its uid range: %s", err ?: ""),
+                                "%s", err ?: "cannot map the job's root to its uid range");
         return 0;
 }
 
@@ -60,6 +68,9 @@ int job_stage(Job *j) {
         r = mkdir_p(j->paths.run, 0700);
         if (r < 0)
                 return log_error_errno(r, "Cannot create %s: %m", j->paths.run);
+        r = job_userns(j);
+        if (r < 0)
+                return r;
         return stage_workspace(j);
 }
 

@@ -172,7 +172,11 @@ static const TeardownStep steps[] = {
         { "unmount the job's home",              job_home_teardown, true,  true  },
         { "remove the job's root filesystem",    remove_image,      true,  true  },
         { "remove the extracted checkout",       remove_checkout,   true,  true  },
+        { "remove the job's user namespace",     job_userns_remove, true,  true  },
         { "remove the job's runtime directory",  remove_run_dir,    true,  true  },
+        /* last, and only when all of the above is gone: no process, mount or file of the job's uid range
+         * may remain when the range goes to another job (uid_lease_release() checks /proc itself) */
+        { "release the job's host uid range",    job_userns_release, true, true  },
 };
 
 static int run_steps(Job *j, unsigned end) {

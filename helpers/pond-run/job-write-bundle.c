@@ -28,6 +28,9 @@ static int build_config(const Job *j, json_object **ret) {
                 .posture_env = j->network.env,
                 .image_env = s->image.env,
                 .image_workdir = s->image.workdir,
+                .userns = j->userns.on ? j->userns.pin : NULL,
+                .userns_base = j->userns.range.base,
+                .userns_size = UID_RANGE_SIZE,
         };
         int r;
 

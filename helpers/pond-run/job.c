@@ -45,6 +45,7 @@ void job_done(Job *j) {
         job_view_done(&j->view);
         job_network_done(&j->network);
         job_staging_done(&j->staging);
+        job_userns_done(&j->userns);
         job_input_hash_done(&j->input_hash);
         job_input_done(&j->input);
         job_outcome_done(&j->outcome);

@@ -25,6 +25,7 @@
 #include "scope.h"
 #include "spec.h"
 #include "stage.h"
+#include "userns.h"
 
 /* Each of the runtime's create and start steps may take this long. */
 #define RUNTIME_STEP_USEC (60ULL * 1000 * 1000)
@@ -52,6 +53,15 @@ typedef struct InputHash {
         int cache_save_r;
         char hex[SHA256_HEX_SIZE];
 } InputHash;
+
+/* The job's own host uid range and user namespace (job-userns.c): providers on the host kernel only. */
+typedef struct JobUserns {
+        bool on;                        /* the payload runs in the namespace below, as range.base + JOB_UID */
+        bool leased;
+        UidRange range;
+        char *pin;                      /* RUNDIR/jobs/ID/userns: the namespace, pinned for the runtime */
+        int fd;                         /* open on it: the network namespace is made in it, mounts mapped */
+} JobUserns;
 
 /* The job's /workspace and root filesystem (job-stage.c). */
 typedef struct JobStaging {
@@ -136,6 +146,7 @@ typedef struct Job {
         uint8_t *sign_sk;               /* sodium_malloc'd */
         JobInput input;
         InputHash input_hash;
+        JobUserns userns;
         JobStaging staging;
         JobNetwork network;
         JobSidecar sidecars[_POND_SIDECAR_MAX];
@@ -151,9 +162,10 @@ typedef struct Job {
 #define JOB_RUNTIME_NULL { .create = PIDREF_NULL, .out_pipe = { -EBADF, -EBADF }, .err_pipe = { -EBADF, -EBADF }, \
                            .oom_fds = { -EBADF, -EBADF }, .oom_pin = PIDREF_NULL }
 #define JOB_OUTCOME_NULL { .exit_status = -1 }
+#define JOB_USERNS_NULL { .fd = -EBADF }
 #define JOB_RESULT_NULL { .results_fd = -EBADF, .staged_fd = -EBADF }
-#define JOB_NULL { .input_hash = INPUT_HASH_NULL, .runtime = JOB_RUNTIME_NULL, .outcome = JOB_OUTCOME_NULL, \
-                   .result = JOB_RESULT_NULL }
+#define JOB_NULL { .input_hash = INPUT_HASH_NULL, .userns = JOB_USERNS_NULL, .runtime = JOB_RUNTIME_NULL, \
+                   .outcome = JOB_OUTCOME_NULL, .result = JOB_RESULT_NULL }
 
 /* job.c: the job's id and paths, its failure reason, and freeing it. */
 int job_init(Job *j, const char *job_id);
@@ -172,6 +184,15 @@ void job_input_done(JobInput *i);
 int job_accept_bundle(Job *j, char **ret_error);
 
 /* 2. job-stage.c: the runtime directories, /workspace, the image; starts hashing the input. */
+/*    job-userns.c: the job's host uid range and user namespace, first (runc, confined profiles). */
+bool job_userns_wanted(const Job *j);
+int job_userns(Job *j);
+/* The job user's ids on the host: in the job's range, or JOB_UID/JOB_GID where there is none. */
+uid_t job_host_uid(const Job *j);
+gid_t job_host_gid(const Job *j);
+int job_userns_remove(Job *j);
+int job_userns_release(Job *j);
+void job_userns_done(JobUserns *u);
 int job_stage(Job *j);
 int job_stage_hash_input(Job *j);
 void job_staging_done(JobStaging *s);

@@ -103,21 +103,6 @@ int cpu_lease_choose(const cpu_set_t *host, const unsigned *load, unsigned n, cp
         return 0;
 }
 
-static int open_locked(const char *dir, int *ret) {
-        _cleanup_close_ int dfd = -EBADF;
-        int r = mkdir_p(dir, 0700);
-
-        if (r < 0)
-                return r;
-        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0)
-                return -errno;
-        if (flock(dfd, LOCK_EX) < 0)
-                return -errno;
-        *ret = TAKE_FD(dfd);
-        return 0;
-}
-
 static int read_lease(int dfd, const char *name, cpu_set_t *ret) {
         _cleanup_free_ char *buf = NULL;
         int r = read_full_file_at(dfd, name, LEASE_MAX, &buf, NULL);
@@ -154,7 +139,7 @@ int cpu_lease_acquire(const char *dir, const char *job_id, const cpu_set_t *host
 
         if (!job_id_is_valid(job_id))
                 return -EINVAL;
-        r = open_locked(dir, &dfd);
+        r = dir_open_locked(dir, &dfd);
         if (r < 0)
                 return r;
         if (read_lease(dfd, job_id, &set) >= 0) {

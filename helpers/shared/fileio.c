@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <linux/openat2.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
@@ -237,4 +238,19 @@ int rm_rf_at(int dirfd, const char *name) {
         if (r < 0)
                 return r;
         return unlinkat(dirfd, name, AT_REMOVEDIR) < 0 ? -errno : 0;
+}
+
+int dir_open_locked(const char *dir, int *ret) {
+        _cleanup_close_ int dfd = -EBADF;
+        int r = mkdir_p(dir, 0700);
+
+        if (r < 0)
+                return r;
+        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return -errno;
+        if (flock(dfd, LOCK_EX) < 0)
+                return -errno;
+        *ret = TAKE_FD(dfd);
+        return 0;
 }

@@ -36,6 +36,9 @@ int openat_beneath(int dirfd, const char *path, int flags, mode_t mode);
  * moves no offset of dirfd's); dirfd stays the caller's. */
 int opendir_fd(int dirfd, DIR **ret);
 int mkdir_p(const char *path, mode_t mode);
+/* Creates dir (0700) if need be, opens it and takes an exclusive flock on it: the lock of a lease
+ * directory, held until the fd is closed. */
+int dir_open_locked(const char *dir, int *ret);
 
 /* Removes a tree below dirfd's entry name without following symlinks and without crossing into another
  * file system (a mount left inside is an error, never a reason to delete what it shows). */

@@ -16,6 +16,7 @@
 #include "macro.h"
 #include "oci.h"
 #include "strv.h"
+#include "userns.h"
 
 /* Every image must provide these, or the runtime would have to create them in a read-only root (home/job:
  * a confined job's home, HOME_DIR). */
@@ -353,16 +354,45 @@ static int remove_below(int jobfd, const struct stat *job_st, const char *name) 
         return rm_rf_at(jobfd, name);
 }
 
-/* A store image's overlay (stacked if an earlier attempt mounted it twice): detached until nothing is
- * left, so that remove_below() sees the plain directory or fails closed with -EBUSY. */
-static int unmount_rootfs(int jobfd) {
+/* A store image's overlay, or the idmapped root of a job with a uid range of its own (with what is mounted
+ * on it: a lazy detach takes the whole tree), stacked if an earlier attempt mounted it twice: detached until
+ * nothing is left, so that remove_below() sees the plain directory or fails closed with -EBUSY. */
+static int unmount_at(int jobfd, const char *name) {
         char path[64];
 
-        snprintf(path, sizeof path, "/proc/self/fd/%d/rootfs", jobfd);
+        snprintf(path, sizeof path, "/proc/self/fd/%d/%s", jobfd, name);
         for (unsigned i = 0; i < 16; i++)
                 if (umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
                         return errno == EINVAL || errno == ENOENT || errno == EPERM ? 0 : -errno;
         return -EBUSY;
+}
+
+int image_idmap_root(ImageLayout *l, const char *job_dir, int userns_fd, char **ret_error) {
+        _cleanup_free_ char *root = NULL, *usr = NULL, *etc = NULL;
+        int r;
+
+        if (!l || !l->rootfs || !job_dir || userns_fd < 0)
+                return -EINVAL;
+        if (l->digest)
+                return 0;       /* image_mount() mapped its layers: an overlay cannot be idmapped itself */
+        if (asprintf(&root, "%s/root", job_dir) < 0 || asprintf(&usr, "%s/usr", root) < 0 ||
+            asprintf(&etc, "%s/etc", root) < 0)
+                return -ENOMEM;
+        if (mkdir(root, 0755) < 0)
+                return fail(ret_error, errno, "cannot create %s: %m", root);
+        r = idmap_mount(l->rootfs, root, userns_fd, IDMAP_RDONLY);
+        if (r >= 0 && l->host_usr)
+                r = idmap_mount(l->host_usr, usr, userns_fd, IDMAP_RDONLY);
+        if (r >= 0 && l->etc)
+                r = idmap_mount(l->etc, etc, userns_fd, IDMAP_RDONLY | IDMAP_NOEXEC);
+        if (r < 0)
+                return fail(ret_error, -r, "cannot map the root %s to the job's uid range: %s", l->rootfs, strerror(-r));
+        free(l->rootfs);
+        l->rootfs = TAKE_PTR(root);
+        free(l->host_usr);
+        free(l->etc);
+        l->host_usr = l->etc = NULL;
+        return 0;
 }
 
 int image_cleanup(const char *job_dir) {
@@ -375,10 +405,13 @@ int image_cleanup(const char *job_dir) {
                 return errno == ENOENT ? 0 : -errno;
         if (fstat(jobfd, &st) < 0)
                 return -errno;
-        r = unmount_rootfs(jobfd);
-        if (r < 0)
-                return r;
-        r = remove_below(jobfd, &st, "rootfs");
+        r = unmount_at(jobfd, "root");
+        if (r >= 0)
+                r = unmount_at(jobfd, "rootfs");
+        if (r >= 0)
+                r = remove_below(jobfd, &st, "root");
+        if (r >= 0)
+                r = remove_below(jobfd, &st, "rootfs");
         if (r >= 0)
                 r = remove_below(jobfd, &st, "image-top");
         if (r < 0)

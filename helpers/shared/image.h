@@ -37,14 +37,20 @@ void image_layout_done(ImageLayout *l);
  * (pond's mount points and /etc files, the top lower) over the image's layers, mounted read-only as an
  * overlay at job_dir/rootfs (one mount whatever the image's size). Sets l->rootfs. */
 int image_prepare_store(const char *ref, const char *images_dir, ImageLayout *ret, char **ret_error);
-int image_mount(ImageLayout *l, const char *job_dir, char **ret_error);
+int image_mount(ImageLayout *l, const char *job_dir, int userns_fd, char **ret_error);
+/* With userns_fd >= 0 (a job with a uid range of its own), image_mount() mounts each layer through an
+ * idmapped clone, so that the job's namespace sees the image's owners. For host and directory images,
+ * image_idmap_root() does the same: job_dir/root, an idmapped clone of l->rootfs with the host's /usr and
+ * the generated /etc idmapped onto it (all read-only); l->rootfs names it afterwards, and host_usr and etc
+ * are NULL (nothing left for config.json to bind). A no-op for a store image. */
+int image_idmap_root(ImageLayout *l, const char *job_dir, int userns_fd, char **ret_error);
 
 /* For image-job.c: the directories every root needs, and pond's own /etc files (no host files but the CA
  * bundle). */
 int image_make_mount_points(int rootfd);
 int image_etc_populate(int etcfd);
 
-/* Unmounts job_dir/rootfs if it is a mount (a store image's overlay), then removes job_dir/rootfs,
- * job_dir/etc and job_dir/image-top if present: never follows symlinks, never descends into another mount
+/* Unmounts job_dir/root and job_dir/rootfs where they are mounts (an idmapped root, a store image's
+ * overlay), then removes job_dir/root, job_dir/rootfs, job_dir/etc and job_dir/image-top if present: never follows symlinks, never descends into another mount
  * (-EBUSY then). Idempotent. */
 int image_cleanup(const char *job_dir);

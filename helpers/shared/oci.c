@@ -201,6 +201,22 @@ static json_object *build_user(void) {
         return o;
 }
 
+static const struct {
+        int resource;
+        const char *name;
+} job_rlimits[OCI_JOB_RLIMITS] = {
+        { RLIMIT_NOFILE, "RLIMIT_NOFILE" }, { RLIMIT_NPROC, "RLIMIT_NPROC" }, { RLIMIT_CORE, "RLIMIT_CORE" },
+};
+
+void oci_job_rlimits(const ResolvedPolicy *r, int resources[OCI_JOB_RLIMITS], struct rlimit limits[OCI_JOB_RLIMITS]) {
+        const uint64_t values[OCI_JOB_RLIMITS] = { r->nofile, r->nproc, 0 };
+
+        for (size_t i = 0; i < OCI_JOB_RLIMITS; i++) {
+                resources[i] = job_rlimits[i].resource;
+                limits[i] = (struct rlimit) { .rlim_cur = values[i], .rlim_max = values[i] };
+        }
+}
+
 static int build_process(const ResolvedPolicy *r, const JobSpec *spec, const OciPaths *paths,
                          json_object *p) {
         _cleanup_strv_free_ char **env = NULL;
@@ -210,13 +226,18 @@ static int build_process(const ResolvedPolicy *r, const JobSpec *spec, const Oci
         k = oci_job_environment_image(r, spec, paths->image_env, paths->posture_env, &env);
         if (k < 0)
                 return k;
-        rl = json_object_new_array();
-        if (json_add(p, "rlimits", rl) < 0)
-                return -ENOMEM;
-        if (push_rlimit(rl, "RLIMIT_NOFILE", r->nofile) < 0 ||
-            push_rlimit(rl, "RLIMIT_NPROC", r->nproc) < 0 ||
-            push_rlimit(rl, "RLIMIT_CORE", 0) < 0)
-                return -ENOMEM;
+        if (!paths->userns) {   /* else the create step's own: oci_job_rlimits() */
+                int resources[OCI_JOB_RLIMITS];
+                struct rlimit limits[OCI_JOB_RLIMITS];
+
+                oci_job_rlimits(r, resources, limits);
+                rl = json_object_new_array();
+                if (json_add(p, "rlimits", rl) < 0)
+                        return -ENOMEM;
+                for (size_t i = 0; i < OCI_JOB_RLIMITS; i++)
+                        if (push_rlimit(rl, job_rlimits[i].name, limits[i].rlim_max) < 0)
+                                return -ENOMEM;
+        }
         if (json_add(p, "terminal", json_object_new_boolean(false)) < 0 || json_add(p, "user", build_user()) < 0 ||
             json_add(p, "args", strv_to_json((const char *const *) spec->command)) < 0 ||
             json_add(p, "env", strv_to_json((const char *const *) env)) < 0 ||
@@ -289,19 +310,21 @@ static int push_job_mounts(const ResolvedPolicy *r, const OciPaths *paths, json_
 }
 
 static json_object *build_namespaces(const ResolvedPolicy *r, const OciPaths *paths) {
-        static const char *const types[] = { "pid", "ipc", "uts", "mount", "cgroup", "network" };
+        static const char *const types[] = { "user", "pid", "ipc", "uts", "mount", "cgroup", "network" };
         json_object *a = json_object_new_array();
 
         for (size_t i = 0; a && i < ELEMENTSOF(types); i++) {
-                bool net = streq(types[i], "network");
+                bool net = streq(types[i], "network"), user = streq(types[i], "user");
+                const char *path = net ? paths->netns : user ? paths->userns : NULL;
                 json_object *ns;
 
-                /* NET_OPEN (profile none only) shares the host network: no namespace at all */
-                if (net && r->net == NET_OPEN)
+                /* NET_OPEN (profile none only) shares the host network: no namespace at all; a user namespace
+                 * only where the job has one of its own, joined by path (its owner is the job's range) */
+                if ((net && r->net == NET_OPEN) || (user && !paths->userns))
                         continue;
                 ns = json_object_new_object();
                 if (!ns || json_add(ns, "type", json_object_new_string(types[i])) < 0 ||
-                    (net && paths->netns && json_add(ns, "path", json_object_new_string(paths->netns)) < 0) ||
+                    (path && json_add(ns, "path", json_object_new_string(path)) < 0) ||
                     push(a, ns) < 0) {
                         json_object_put(ns);
                         json_object_put(a);
@@ -353,7 +376,24 @@ static json_object *build_resources(const ResolvedPolicy *r) {
         return o;
 }
 
+/* [{containerID 0, hostID base, size}]: runc checks its own ids against it (the namespace has it already). */
+static json_object *build_id_mappings(const OciPaths *paths) {
+        json_object *a = json_object_new_array(), *m = json_object_new_object();
+
+        if (!a || !m || json_add(m, "containerID", json_object_new_int(0)) < 0 ||
+            json_add(m, "hostID", u64(paths->userns_base)) < 0 || json_add(m, "size", u64(paths->userns_size)) < 0 ||
+            push(a, TAKE_PTR(m)) < 0) {
+                json_object_put(m);
+                json_object_put(a);
+                return NULL;
+        }
+        return a;
+}
+
 static int build_linux(const ResolvedPolicy *r, json_object *seccomp, const OciPaths *paths, json_object *l) {
+        if (paths->userns && (json_add(l, "uidMappings", build_id_mappings(paths)) < 0 ||
+                              json_add(l, "gidMappings", build_id_mappings(paths)) < 0))
+                return -ENOMEM;
         if (json_add(l, "namespaces", build_namespaces(r, paths)) < 0 ||
             json_add(l, "resources", build_resources(r)) < 0 ||
             json_add(l, "cgroupsPath", json_object_new_string(paths->cgroups_path)) < 0 ||
@@ -399,6 +439,9 @@ static int check_inputs(const ResolvedPolicy *r, const JobSpec *spec, json_objec
                 return -EINVAL;
         /* absolute, below the scope, and without "..": the container's cgroup stays below the job's scope */
         if (!paths->rootfs || !paths->cgroups_path || strstr(paths->cgroups_path, ".."))
+                return -EINVAL;
+        /* a range of its own: never uid 0 on the host, and JOB_UID inside it */
+        if (paths->userns && (paths->userns_base == 0 || paths->userns_size <= JOB_UID || paths->userns_size <= JOB_GID))
                 return -EINVAL;
         return 0;
 }

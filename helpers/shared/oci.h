@@ -3,6 +3,9 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/types.h>
 #include <json-c/json.h>
 
 #include "policy.h"
@@ -24,7 +27,17 @@ typedef struct OciPaths {
         char *const *posture_env;  /* set after the spec's env (proxy, CA bundle), or NULL */
         char *const *image_env;    /* an imported image's config Env (before the spec's), or NULL */
         const char *image_workdir; /* its WorkingDir: the cwd when there is no workspace, or NULL */
+        const char *userns;        /* the job's user namespace to join by path (runc), or NULL: none */
+        uid_t userns_base;         /* its ids 0..userns_size-1 are userns_base.. on the host */
+        uint32_t userns_size;
 } OciPaths;
+
+/* The job's rlimits (nofile, nproc, core), as config.json has them without a user namespace. With one, the
+ * runtime's create step gets them instead (setrlimit() before exec, inherited by the container's init):
+ * runc sets a config's rlimits by prlimit() on the init once that has joined the job's namespace, which a
+ * supervisor without CAP_SYS_RESOURCE may not do to a namespace it does not own. */
+#define OCI_JOB_RLIMITS 3
+void oci_job_rlimits(const ResolvedPolicy *r, int resources[OCI_JOB_RLIMITS], struct rlimit limits[OCI_JOB_RLIMITS]);
 
 /* Builds config.json. seccomp is policy's linux.seccomp object (copied in for confined profiles). */
 int oci_config_build(const ResolvedPolicy *r, const JobSpec *spec, json_object *seccomp, const OciPaths *paths,

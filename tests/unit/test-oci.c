@@ -153,6 +153,56 @@ TEST(rlimits) {
         ASSERT_EQ(3, found);
 }
 
+/* A job with a uid range of its own: the user namespace joined by path, first (runc joins namespaces in the
+ * config's order, and the network namespace it owns only after it), the mappings runc checks its ids against,
+ * and no rlimits (the create step's own: oci_job_rlimits() has the same values). */
+TEST(user_namespace_of_the_jobs_range) {
+        _cleanup_json_ json_object *sc = seccomp_policy();
+        ResolvedPolicy r = policy(true, FS_OVERLAY, NET_ALLOWLIST);
+        JobSpec s = spec();
+        OciPaths p = paths(false, "/run/netns/pond-job-42");
+        _cleanup_json_ json_object *c = NULL, *plain = build(true, FS_OVERLAY, NET_ALLOWLIST, false, NULL);
+        struct rlimit limits[OCI_JOB_RLIMITS];
+        int resources[OCI_JOB_RLIMITS];
+        json_object *ns, *map;
+
+        p.userns = "/run/pond/jobs/job-42/userns";
+        p.userns_base = 0x70010000;
+        p.userns_size = 65536;
+        ASSERT_OK(oci_config_build(&r, &s, sc, &p, &c));
+        ns = jpath(c, "linux.namespaces");
+        ASSERT_STREQ("user", json_object_get_string(jpath(json_object_array_get_idx(ns, 0), "type")));
+        ASSERT_STREQ(p.userns, json_object_get_string(jpath(json_object_array_get_idx(ns, 0), "path")));
+        ASSERT_STREQ("/run/netns/pond-job-42", json_object_get_string(jpath(find_namespace(c, "network"), "path")));
+        for (int i = 0; i < 2; i++) {
+                map = jpath(c, i ? "linux.gidMappings" : "linux.uidMappings");
+                ASSERT_EQ(1, json_object_array_length(map));
+                map = json_object_array_get_idx(map, 0);
+                ASSERT_EQ(0, json_object_get_int64(jpath(map, "containerID")));
+                ASSERT_EQ(0x70010000, json_object_get_int64(jpath(map, "hostID")));
+                ASSERT_EQ(65536, json_object_get_int64(jpath(map, "size")));
+        }
+        ASSERT_FALSE(jpath(c, "process.rlimits"));
+        ASSERT_EQ(1000, json_object_get_int(jpath(c, "process.user.uid")));
+        oci_job_rlimits(&r, resources, limits);
+        ASSERT_EQ(RLIMIT_NOFILE, resources[0]);
+        ASSERT_EQ(4096, (int64_t) limits[0].rlim_max);
+        ASSERT_EQ(RLIMIT_NPROC, resources[1]);
+        ASSERT_EQ(1024, (int64_t) limits[1].rlim_cur);
+        ASSERT_EQ(0, (int64_t) limits[2].rlim_max);
+        /* without one: no user namespace, no mappings */
+        ASSERT_TRUE(plain);
+        ASSERT_FALSE(find_namespace(plain, "user"));
+        ASSERT_FALSE(jpath(plain, "linux.uidMappings"));
+        /* a range must be a range: never host root, and uid 1000 inside it */
+        p.userns_base = 0;
+        json_object_put(TAKE_PTR(c));
+        ASSERT_ERROR(EINVAL, oci_config_build(&r, &s, sc, &p, &c));
+        p.userns_base = 0x70010000;
+        p.userns_size = 1000;
+        ASSERT_ERROR(EINVAL, oci_config_build(&r, &s, sc, &p, &c));
+}
+
 TEST(mounts_read_posture) {
         _cleanup_json_ json_object *c = build(true, FS_READONLY, NET_BROKER_ONLY, true, NULL);
         json_object *ws, *tmp;

@@ -14,7 +14,9 @@
 #include "errmsg.h"
 #include "image-store.h"
 #include "image.h"
+#include "oci-json.h"
 #include "strv.h"
+#include "userns.h"
 
 /* overlayfs reads its options from one page; docs/images.md bounds layers so that they fit. */
 #define OVERLAY_OPTIONS_MAX 4000
@@ -106,25 +108,21 @@ static int make_top(int jobfd) {
         return image_etc_populate(etc);
 }
 
-static int overlay_options(const ImageLayout *l, const char *top, char **ret) {
+static int overlay_options(char *const *lowers, char **ret) {
         _cleanup_free_ char *opts = NULL;
         size_t n = 0;
         FILE *f = open_memstream(&opts, &n);
 
         if (!f)
                 return -ENOMEM;
-        /* overlayfs takes ',' ':' and '\\' in a path only escaped; the store and run paths never have them */
-        if (strpbrk(top, ",:\\")) {
-                fclose(f);
-                return -EINVAL;
-        }
-        fprintf(f, "lowerdir=%s", top);
-        for (size_t i = 0; l->lowers && l->lowers[i]; i++) {
-                if (strpbrk(l->lowers[i], ",:\\")) {
+        for (size_t i = 0; lowers[i]; i++) {
+                /* overlayfs takes ',' ':' and '\\' in a path only escaped; the store and run paths never have
+                 * them */
+                if (strpbrk(lowers[i], ",:\\")) {
                         fclose(f);
                         return -EINVAL;
                 }
-                fprintf(f, ":%s", l->lowers[i]);
+                fprintf(f, "%s%s", i == 0 ? "lowerdir=" : ":", lowers[i]);
         }
         if (fclose(f) != 0)
                 return -ENOMEM;
@@ -134,8 +132,42 @@ static int overlay_options(const ImageLayout *l, const char *top, char **ret) {
         return 0;
 }
 
-int image_mount(ImageLayout *l, const char *job_dir, char **ret_error) {
+/* The lower directories, top first: as they are, or (userns_fd >= 0) each as an idmapped clone, named by its
+ * fd (overlayfs resolves /proc/self/fd/N to the detached tree and keeps its own reference: the fds in
+ * *fds are closed once the overlay is mounted). */
+static int lower_list(const char *top, char *const *layers, int userns_fd, int *fds, char ***ret) {
+        _cleanup_strv_free_ char **l = NULL;
+        size_t n = 0;
+        int r;
+
+        r = strv_push(&l, strdup(top));
+        for (size_t i = 0; r >= 0 && layers && layers[i]; i++)
+                r = strv_push(&l, strdup(layers[i]));
+        if (r < 0)
+                return r;
+        for (; userns_fd >= 0 && l[n]; n++) {
+                r = idmap_clone(l[n], userns_fd, IDMAP_RDONLY, &fds[n]);
+                if (r < 0)
+                        return r;
+                free(l[n]);
+                if (asprintf(&l[n], "/proc/self/fd/%d", fds[n]) < 0) {
+                        l[n] = NULL;
+                        return -ENOMEM;
+                }
+        }
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
+static void close_all(int *fds, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                fds[i] = safe_close(fds[i]);
+}
+
+int image_mount(ImageLayout *l, const char *job_dir, int userns_fd, char **ret_error) {
         _cleanup_free_ char *top = NULL, *root = NULL, *opts = NULL;
+        _cleanup_strv_free_ char **lowers = NULL;
+        int fds[OCI_MAX_LAYERS + 1];
         _cleanup_close_ int jobfd = -EBADF;
         int r;
 
@@ -156,12 +188,24 @@ int image_mount(ImageLayout *l, const char *job_dir, char **ret_error) {
                 return error_set(ret_error, -errno, "image %s: cannot create %s/rootfs: %m", l->digest, job_dir);
         if (asprintf(&top, "%s/image-top", job_dir) < 0 || asprintf(&root, "%s/rootfs", job_dir) < 0)
                 return -ENOMEM;
-        r = overlay_options(l, top, &opts);
-        if (r < 0)
-                return error_set(ret_error, r, "image %s: its layers do not fit one overlay mount", l->digest);
+        if (strv_length(l->lowers) > OCI_MAX_LAYERS)
+                return error_set(ret_error, -E2BIG, "image %s: more than %u layers", l->digest, OCI_MAX_LAYERS);
+        for (size_t i = 0; i < ELEMENTSOF(fds); i++)
+                fds[i] = -EBADF;
+        r = lower_list(top, l->lowers, userns_fd, fds, &lowers);
+        if (r >= 0)
+                r = overlay_options(lowers, &opts);
+        if (r < 0) {
+                close_all(fds, ELEMENTSOF(fds));
+                return error_set(ret_error, r, "image %s: its layers do not fit one overlay mount%s: %s", l->digest,
+                                 userns_fd >= 0 ? " mapped to the job's uid range" : "", strerror(-r));
+        }
         /* no upperdir: read-only by construction; nosuid and nodev whatever the layers hold */
-        if (mount("pond-image", root, "overlay", MS_RDONLY | MS_NOSUID | MS_NODEV, opts) < 0)
-                return error_set(ret_error, -errno, "image %s: cannot mount its layers at %s: %m", l->digest, root);
+        r = mount("pond-image", root, "overlay", MS_RDONLY | MS_NOSUID | MS_NODEV, opts) < 0 ? -errno : 0;
+        close_all(fds, ELEMENTSOF(fds));
+        if (r < 0)
+                return error_set(ret_error, r, "image %s: cannot mount its layers at %s: %s", l->digest, root,
+                                 strerror(-r));
         free(l->rootfs);
         l->rootfs = TAKE_PTR(root);
         return 0;

@@ -31,8 +31,9 @@ typedef struct JobNet {
 int net_lease_acquire(const char *lease_dir, const char *pool, const char *job_id, NetLease *ret);
 int net_lease_release(const char *lease_dir, const char *job_id);
 
-/* netns.c: a named network namespace (like `ip netns add`): an empty namespace bound at path. */
-int netns_create(const char *path);
+/* netns.c: a named network namespace (like `ip netns add`): an empty namespace bound at path, owned by the
+ * user namespace userns_fd (-EBADF: ours). */
+int netns_create(const char *path, int userns_fd);
 int netns_remove(const char *path);
 
 /* veth.c (libnl-route): the pair host_ifname <-> eth0 inside the namespace at netns_path, addressed from
@@ -48,8 +49,9 @@ int nft_job_remove(const char *table);
 
 /* job-net.c: names derived from the job id (stable, so cleanup finds everything again). */
 void job_net_names(const char *job_id, JobNet *ret);
-/* Everything, in order; on failure what was made is removed again. */
-int job_net_setup(const char *job_id, const char *rundir, const uint16_t *ports, size_t n_ports, JobNet *ret,
-                  char **ret_error);
+/* Everything, in order; on failure what was made is removed again. userns_fd: the job's user namespace, which
+ * will own the network namespace, or -EBADF. */
+int job_net_setup(const char *job_id, const char *rundir, int userns_fd, const uint16_t *ports, size_t n_ports,
+                  JobNet *ret, char **ret_error);
 /* Idempotent: table, namespace (and with it the veth), lease. */
 int job_net_teardown(const char *job_id, const char *rundir);

@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* netns.c: named network namespaces, as `ip netns add/delete` make them: a fresh namespace kept alive by a
- * bind mount of its nsfs inode, so runtimes can join it by path and cleanup can find it by name. */
+ * bind mount of its nsfs inode, so runtimes can join it by path and cleanup can find it by name. A job with a
+ * user namespace of its own gets a network namespace owned by it: a runtime that joins the user namespace
+ * first (runc does) can only join a network namespace owned by it. The job's rules are in the host's
+ * namespace, out of its reach either way. */
 #include <fcntl.h>
 #include <sched.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -32,7 +36,41 @@ static int netns_bind(const char *path) {
         return 0;
 }
 
-int netns_create(const char *path) {
+/* A namespace owned by the user namespace userns_fd: the child joins that namespace first, so it can no
+ * longer mount in ours; it waits while we bind its namespace, then is killed. */
+static int netns_bind_in_userns(const char *path, int userns_fd) {
+        _cleanup_(sigkill_waitp) PidRef child = PIDREF_NULL;
+        _cleanup_close_ int rd = -EBADF, wr = -EBADF;
+        int sync_pipe[2], except[2], r;
+        char c, ns[64];
+
+        if (pipe2(sync_pipe, O_CLOEXEC) < 0)
+                return -errno;
+        rd = sync_pipe[0];
+        wr = sync_pipe[1];
+        except[0] = wr;
+        except[1] = userns_fd;
+        r = safe_fork_full("(pond-netns)", NULL, except, 2, FORK_RESET_SIGNALS | FORK_DEATHSIG | FORK_CLOSE_ALL_FDS,
+                           &child);
+        if (r < 0)
+                return r;
+        if (r == 0) {
+                if (setns(userns_fd, CLONE_NEWUSER) < 0 || unshare(CLONE_NEWNET) < 0)
+                        _exit(1);
+                (void) write(wr, "x", 1);
+                pause();
+                _exit(0);
+        }
+        wr = safe_close(wr);
+        if (read(rd, &c, 1) != 1)
+                return -EPERM;
+        snprintf(ns, sizeof ns, "/proc/%d/ns/net", (int) child.pid);
+        if (mount(ns, path, NULL, MS_BIND, NULL) < 0)
+                return -errno;
+        return 0;
+}
+
+int netns_create(const char *path, int userns_fd) {
         _cleanup_close_ int fd = -EBADF;
         int r;
 
@@ -42,7 +80,7 @@ int netns_create(const char *path) {
         fd = open(path, O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0);
         if (fd < 0)
                 return log_debug_errno(errno, "Cannot create %s: %m", path);
-        r = netns_bind(path);
+        r = userns_fd >= 0 ? netns_bind_in_userns(path, userns_fd) : netns_bind(path);
         if (r < 0) {
                 (void) unlink(path);
                 return log_debug_errno(r, "Cannot create the network namespace %s: %m", path);

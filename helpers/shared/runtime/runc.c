@@ -46,6 +46,7 @@ static int runc_delete_argv(const RuntimeJob *j, char ***ret) {
 
 const RuntimeProvider runtime_runc = {
         .name = "runc",
+        .host_uid_range = true,
         .locate = runc_locate,
         .probe = runc_probe,
         .check = runc_check,

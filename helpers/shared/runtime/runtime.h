@@ -35,6 +35,9 @@ void runtime_probe_done(RuntimeProbe *p);
 
 typedef struct RuntimeProvider {
         const char *name;
+        /* The payload runs on the host's kernel as a host uid: each job gets a uid range and a user namespace
+         * of its own (job-userns.c), which the runtime joins by path. */
+        bool host_uid_range;
         /* The runtime's binary here: the provider's override variable if set, else the first of its
          * candidates in PATH. -ENOENT and what was looked for in *ret_reason when there is none. */
         int (*locate)(char **ret_path, char **ret_reason);
