@@ -111,9 +111,15 @@ int job_runtime_watch(Job *j, sd_event *e) {
 
         if (asprintf(&payload, "%s/payload", j->paths.scope_cgroup) < 0)
                 return -ENOMEM;
+        /* A payload that has ended already takes its cgroup with it (a quick job under runsc): nothing to
+         * watch then, and the checks at the init's exit still run. */
         r = cgroup_read_procs(payload, procs, ELEMENTSOF(procs), &n);
-        if (r < 0)
-                return log_error_errno(r, "Cannot list the processes of %s: %m", payload);
+        if (r < 0) {
+                if (r != -ENOENT)
+                        log_warning_errno(r, "Cannot list the processes of %s (its runtime's helpers are not "
+                                          "watched): %m", payload);
+                return 0;
+        }
         for (size_t i = 0; i < n && rt->n_helpers < JOB_RUNTIME_HELPERS_MAX; i++) {
                 pid_t pid = procs[i];
 
