@@ -125,7 +125,7 @@ truth() {
                 # runc: the container's init is the payload's own first process (no runc process outlives the
                 # start), so its death is the payload's; before the start it is runc's, and the start fails.
                 completed) [ "$sig" = SIGKILL ] || echo "$1 killed: completed with rc $rc signal $sig" ;;
-                failed) [[ $reason == "runtime failed (runc): runc could not start"* ]] ||
+                failed) [[ $reason == "runtime failed (runc): runc could not start"* ]] && [ "$rc $sig" = "None None" ] ||
                                 echo "$1 killed: failed ($reason); a runc payload killed is completed" ;;
                 *) echo "$1 killed: $st" ;;
                 esac ;;
