@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "cgroup.h"
@@ -28,24 +29,28 @@ static bool ended_by_pond(Job *j) {
         return o->oom_killed || o->timed_out || o->cancelled || o->failed;
 }
 
-/* The first bytes of one of the runtime's files in the run directory, into the journal: the files go with
- * the run directory, the journal keeps them. */
-static void log_runtime_file(const Job *j, const char *name) {
+/* One of the runtime's files in the run directory into the journal, 4 KiB of it: the head of a crash report
+ * (the panic and the crashing goroutine), the tail of a log (its last words). The files go with the run
+ * directory, the journal keeps them. */
+static void log_runtime_file(const Job *j, const char *name, bool tail) {
         _cleanup_free_ char *path = NULL;
         _cleanup_close_ int fd = -EBADF;
         char buf[4096];
+        struct stat st;
         ssize_t n;
 
         if (asprintf(&path, "%s/%s", j->paths.run, name) < 0)
                 return;
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        if (fd < 0)
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+                return;
+        if (tail && st.st_size > (off_t) sizeof buf - 1 && lseek(fd, st.st_size - (off_t) sizeof buf + 1, SEEK_SET) < 0)
                 return;
         n = loop_read(fd, buf, sizeof buf - 1);
         if (n <= 0)
                 return;
         buf[n] = 0;
-        log_error("The runtime's %s (first %zd bytes):\n%s", name, n, buf);
+        log_error("The runtime's %s (%s %zd bytes):\n%s", name, tail ? "last" : "first", n, buf);
 }
 
 void job_runtime_failed(Job *j, const char *what) {
@@ -59,8 +64,8 @@ void job_runtime_failed(Job *j, const char *what) {
                  "journal of %s", j->input.provider ? j->input.provider->name : "?", what, j->paths.service);
         audit_event(&j->audit, POND_EVENT_KILLED, AUDIT_NO_RC, "runtime failed: %s: killing %s", what,
                     j->paths.scope);
-        log_runtime_file(j, JOB_RUNTIME_LOG);
-        log_runtime_file(j, JOB_RUNTIME_PANIC_LOG);
+        log_runtime_file(j, JOB_RUNTIME_PANIC_LOG, false);
+        log_runtime_file(j, JOB_RUNTIME_LOG, true);
         job_kill_payload(j);
 }
 
