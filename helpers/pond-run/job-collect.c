@@ -63,6 +63,11 @@ static void record_outcome(Job *j, int r) {
                 o->failed = true;
                 job_fail(j, r, "pond could not run the job (see the journal of its unit)");
         }
+        /* The init's status was the runtime's end, not the payload's: none is made up. */
+        if (o->runtime_failed) {
+                o->exit_status = -1;
+                o->exit_signal = 0;
+        }
         rc = o->exit_status >= 0 ? o->exit_status : o->exit_signal > 0 ? 128 + o->exit_signal : AUDIT_NO_RC;
         audit_event(&j->audit, r < 0 ? POND_EVENT_FAILED : POND_EVENT_EXITED, rc,
                     "%s: rc %d, signal %d%s%s%s", job_status(j), o->exit_status, o->exit_signal,

@@ -36,17 +36,19 @@ static int open_output(Job *j) {
 }
 
 static int runtime_argv(Job *j, char ***ret_create) {
-        _cleanup_free_ char *pid_file = NULL, *log_file = NULL;
+        _cleanup_free_ char *pid_file = NULL, *log_file = NULL, *panic_log = NULL;
         RuntimeJob rj = { .state_root = j->paths.runtime_root, .bundle = j->paths.bundle,
                           .container_id = j->paths.container, .host_network = j->input.resolved->net == NET_OPEN,
                           .netns = j->network.up ? j->network.net.netns_path : NULL };
         int r;
 
         if (asprintf(&pid_file, "%s/init.pid", j->paths.run) < 0 ||
-            asprintf(&log_file, "%s/runtime.log", j->paths.run) < 0)
+            asprintf(&log_file, "%s/" JOB_RUNTIME_LOG, j->paths.run) < 0 ||
+            asprintf(&panic_log, "%s/" JOB_RUNTIME_PANIC_LOG, j->paths.run) < 0)
                 return -ENOMEM;
         rj.pid_file = pid_file;
         rj.log_file = log_file;
+        rj.panic_log = panic_log;
         r = j->input.provider->create_argv(&rj, ret_create);
         if (r >= 0)
                 r = j->input.provider->start_argv(&rj, &j->runtime.start_argv);
@@ -185,8 +187,11 @@ static int read_init_pid(Job *j) {
 static int log_create_failure(Job *j, int r) {
         _cleanup_free_ char *log_file = NULL, *msg = NULL;
 
-        if (asprintf(&log_file, "%s/runtime.log", j->paths.run) >= 0)
+        if (asprintf(&log_file, "%s/" JOB_RUNTIME_LOG, j->paths.run) >= 0)
                 (void) read_full_file(log_file, 16 * 1024, &msg, NULL);
+        j->outcome.runtime_failed = true;
+        job_fail(j, r, "runtime failed (%s): %s could not create the container; its log is in the journal of %s",
+                 j->input.provider->name, j->input.provider->name, j->paths.service);
         return log_error_errno(r, "The runtime %s could not create the container: %s", j->input.provider->name,
                                msg ?: "(no message)");
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* job-run-loop.c: steps 7 and 8 of the design, while the job runs: drain its stdout/stderr into the log,
  * enforce the wall clock, honour cancellation (SIGTERM from `systemctl stop`) and the cost ceiling (the
- * broker's unit changes, job-broker.c), and notice the container's init exiting. */
+ * broker's unit changes, job-broker.c), notice the runtime dying under the payload (job-runtime-failed.c)
+ * and the container's init exiting. */
 #include <inttypes.h>
 #include <signal.h>
 #include <string.h>
@@ -131,6 +132,8 @@ static int on_init_exit(sd_event_source *s, const siginfo_t *si, void *userdata)
         l->init_exited = true;
         /* While the scope is surely there (cgroup v2 has no pin, job-create.c): the kill below may empty it. */
         job_read_oom_kills(l->job);
+        /* Before pond's own kill: whatever of the runtime is dead now was killed by someone else. */
+        job_runtime_check(l->job, si);
         /* Whatever the init left behind in the scope (a daemonized grandchild holding the pipes) goes too. */
         job_kill_payload(l->job);
         maybe_exit(l);
@@ -156,12 +159,11 @@ static int on_sandbox_watch(sd_event_source *s, uint64_t usec, void *userdata) {
         /* A process left and the sandbox is still there a grace period later (a sandbox that ends on its
          * own takes its processes with it and exits within it): wedged. */
         if (l->lost > 0) {
-                j->outcome.failed = true;
-                job_fail(j, 0, "the gVisor sandbox lost one of its processes (pid %d) and cannot make progress: "
-                         "ended instead of running to its wall clock", (int) l->lost);
-                audit_event(&j->audit, POND_EVENT_KILLED, AUDIT_NO_RC, "sandbox process %d of %s is gone: "
-                            "killing it", (int) l->lost, j->paths.scope);
-                job_kill_payload(j);
+                char what[160];
+
+                snprintf(what, sizeof what, "the gVisor sandbox lost one of its processes (pid %d) and cannot make "
+                         "progress: ended instead of running to its wall clock", (int) l->lost);
+                job_runtime_failed(j, what);
                 return 0;
         }
         if (asprintf(&payload, "%s/payload", j->paths.scope_cgroup) < 0 ||
@@ -248,6 +250,8 @@ static int add_sources(Loop *l) {
         /* From a second after the start: the runtime's own start-up processes have come and gone by then. */
         if (r >= 0 && j->input.provider && streq(j->input.provider->name, "runsc"))
                 r = sd_event_add_time_relative(e, NULL, CLOCK_MONOTONIC, SANDBOX_WATCH_USEC, 0, on_sandbox_watch, l);
+        if (r >= 0)
+                r = job_runtime_watch(j, e);
         if (r >= 0)
                 r = job_resview_watch(j, e);
         if (r >= 0)

@@ -18,9 +18,15 @@ int job_start(Job *j) {
         j->outcome.started_usec = clock_usec(CLOCK_REALTIME);
         j->outcome.started_mono = clock_usec(CLOCK_MONOTONIC);
         r = runtime_exec(j->runtime.start_argv, RUNTIME_STEP_USEC);
-        if (r != 0)
+        if (r != 0) {
+                /* Whatever the init did was the runtime's, not a payload's that never started. */
+                j->outcome.runtime_failed = true;
+                job_fail(j, r < 0 ? r : -EIO, "runtime failed (%s): %s could not start the container; its messages "
+                         "are in the journal of %s", j->input.provider->name, j->input.provider->name,
+                         j->paths.service);
                 return log_error_errno(r < 0 ? r : EIO, "The runtime %s could not start the container.",
                                        j->input.provider->name);
+        }
         audit_event(&j->audit, POND_EVENT_STARTED, AUDIT_NO_RC, "started: %s in %s (memory %llu, cpus %.2f, "
                     "pids %llu; %s)", j->input.provider->name, j->paths.scope, (unsigned long long) res->memory_bytes,
                     res->cpus_milli / 1000.0, (unsigned long long) res->pids_limit, job_resview_words(j, words,

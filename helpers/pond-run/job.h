@@ -29,6 +29,11 @@
 
 /* Each of the runtime's create and start steps may take this long. */
 #define RUNTIME_STEP_USEC (60ULL * 1000 * 1000)
+/* The runtime's own files in the job's run directory: its log, and its crash report (runsc). */
+#define JOB_RUNTIME_LOG "runtime.log"
+#define JOB_RUNTIME_PANIC_LOG "runtime-panic.log"
+/* The runtime's own processes beside the container's init that are watched (runsc: the gofer). */
+#define JOB_RUNTIME_HELPERS_MAX 8
 
 /* What was issued and how it may run (job-accept.c). */
 typedef struct JobInput {
@@ -112,6 +117,10 @@ typedef struct JobRuntime {
         int oom_fds[2];                 /* OOM notifications of the scope's and the payload's memcg (v1): hints */
         PidRef oom_pin;                 /* a sleeping process in the payload's v1 memcg only: keeps the memcg
                                          * and its oom_kill count until job_collect() has read them */
+        pid_t helpers[JOB_RUNTIME_HELPERS_MAX]; /* the runtime's processes in the scope that are this
+                                         * supervisor's children, beside the init (runsc's gofer) */
+        char helper_names[JOB_RUNTIME_HELPERS_MAX][32];
+        size_t n_helpers;
 } JobRuntime;
 
 /* What the job sees of its resources, and its leased CPUs (job-resview.c). */
@@ -128,6 +137,7 @@ typedef struct JobOutcome {
         int exit_status;                /* rc, or -1 */
         int exit_signal;                /* signal number or 0 */
         bool timed_out, cancelled, oom_killed;
+        bool runtime_failed;            /* the runtime died under the payload: the exit is not the payload's */
         uint64_t accepted_usec, started_usec, ended_usec, started_mono, ended_mono;
 } JobOutcome;
 
@@ -262,6 +272,15 @@ void job_runtime_done(JobRuntime *rt);
 
 /* 6. job-start.c: once the sidecars are up, the container's init is let go. */
 int job_start(Job *j);
+
+/*    job-runtime-failed.c: whether the runtime died under the payload rather than the payload ending: its
+ *    own processes beside the init watched (a runsc gofer killed), the init's end asked of the provider (a
+ *    runsc sandbox killed or crashed). Such a job fails with a reason naming the runtime, and no exit code. */
+int job_runtime_watch(Job *j, sd_event *e);
+/* At the init's exit, before pond kills what is left of the payload. */
+void job_runtime_check(Job *j, const siginfo_t *init);
+/* The runtime's failure that ended (or wedged) the job: recorded once, the payload killed. */
+void job_runtime_failed(Job *j, const char *what);
 
 /* 7. job-run-loop.c: output, wall clock, cancellation, cost ceiling, until the init has exited. */
 int job_run_loop(Job *j);

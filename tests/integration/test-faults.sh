@@ -5,8 +5,10 @@
 # a SIGKILL of the payload's scope. Every round asserts that nothing is left behind (the job's own
 # leftovers, and the host's pond state back to what it was before the first round: mounts, namespaces,
 # veths, nft tables, cgroups, runtime state, staging dirs, leases, units) AND that the signed result says
-# what happened: failed when pond died, cancelled when stopped, the sidecar's death recorded, no exit code
-# made up, oom_killed only when the kernel killed for memory (never here). POND_FAULT_ROUNDS rounds per
+# what happened: failed when pond died, cancelled when stopped, the sidecar's death recorded, failed when
+# runsc's sandbox or gofer was killed (the runtime died, not the payload), no exit code made up, oom_killed
+# only when the kernel killed for memory (never here). Then the runtime's deaths at a chosen point, a crashed
+# sentry, and their controls (the payload's own death stays completed). POND_FAULT_ROUNDS rounds per
 # fault (default 5: about a minute per backend), POND_FAULT_SEED picks the points (printed, to replay a failure).
 . "$(dirname "${BASH_SOURCE[0]}")/pond.sh"
 need_box
@@ -96,7 +98,7 @@ inject() {
 
 # truth FAULT ID: empty if the signed result states what happened, else what it got wrong
 truth() {
-        local st sc rc sig oom can died
+        local st sc rc sig oom can died reason
         st=$(field "$2" 'r["status"]')
         [ "$st" = "no result" ] && { echo "no result"; return; }
         rc=$(field "$2" 'r["exit"]["rc"]') sig=$(field "$2" 'r["exit"]["signal"]')
@@ -112,11 +114,19 @@ truth() {
                 [ "$st" = failed ] && [ "$died" = "$sc" ] || echo "$1 killed: $st, sidecar_died $died" ;;
         runtime | scope)
                 [ "$can" = False ] || echo "$1 killed: cancelled"
+                reason=$(field "$2" 'r["reason"]')
+                if [ "$BACKEND" = runsc ]; then
+                        # The sandbox or its gofer killed from outside: the runtime died, not the payload.
+                        [ "$st" = failed ] && [ "$rc $sig" = "None None" ] && [[ $reason == "runtime failed (runsc): "* ]] ||
+                                echo "$1 killed: $st rc $rc signal $sig ($reason), not failed by the runtime"
+                        return
+                fi
                 case $st in
-                # runsc's sandbox (the init pond waits for) reports a killed app as exit 128+N.
-                completed) [ "$sig" = SIGKILL ] || { [ "$BACKEND" = runsc ] && [ "$rc" = 137 ]; } ||
-                                echo "$1 killed: completed with rc $rc signal $sig" ;;
-                failed) [ "$BACKEND" = runsc ] || echo "$1 killed: failed (a runc payload killed is completed)" ;;
+                # runc: the container's init is the payload's own first process (no runc process outlives the
+                # start), so its death is the payload's; before the start it is runc's, and the start fails.
+                completed) [ "$sig" = SIGKILL ] || echo "$1 killed: completed with rc $rc signal $sig" ;;
+                failed) [[ $reason == "runtime failed (runc): runc could not start"* ]] && [ "$rc $sig" = "None None" ] ||
+                                echo "$1 killed: failed ($reason); a runc payload killed is completed" ;;
                 *) echo "$1 killed: $st" ;;
                 esac ;;
         esac
@@ -148,6 +158,138 @@ for round in $(seq "$ROUNDS"); do
         done
 done
 diag "fault rounds: $rounds run, $clean clean, $truthful truthful"
+
+# The runtime dying under a running payload (issue 19), at a point chosen rather than at random: once the
+# payload has printed its marker, the runtime's process (runsc: the sandbox, the gofer) is killed from outside.
+# The result must be "failed" naming the runtime, with no exit code, and nothing left behind. The control is
+# the payload's own death, which stays "completed" with what it died of.
+
+# started ID: until the job's payload has printed "running" (its log in the spool), at most ~30 s
+started() {
+        for _ in $(seq 300); do
+                in_box grep -qs '^running' "$POND_STATE/jobs/$1/log/stdout" && return 0
+                sleep 0.1
+        done
+        return 1
+}
+
+# runtime_proc ID NAME: the pid of the process of the job's payload cgroup whose argv[0] is NAME
+runtime_proc() {
+        local cg=/sys/fs/cgroup/pids/pond.slice/pond-$1.scope/payload
+        [ "$(cgroup_layout)" = unified ] && cg=/sys/fs/cgroup/pond.slice/pond-$1.scope/payload
+        # shellcheck disable=SC2016 # the inner sh's
+        in_box sh -c 'for p in $(cat "$1/cgroup.procs"); do
+                [ "$(cut -d "" -f1 "/proc/$p/cmdline" | tr -d "\0")" = "$2" ] && echo "$p" && break
+        done' sh "$cg" "$2"
+}
+
+# killed_run ID TARGET [PROFILE] -- CMD...: runs a job, kills TARGET (sandbox, gofer, init: the pid in init.pid,
+# none) once the payload runs, waits for its end; sets ST, RC_SIG, REASON, LEFT and KILLED (the pid, or empty)
+killed_run() {
+        local id=$1 target=$2 profile=${3:-untrusted-code-write} runner pid=
+        shift 4
+        in_box "$PONDCTL" run --quiet --job-id "$id" --backend "$BACKEND" --profile "$profile" -- "$@" \
+                >/dev/null 2>&1 &
+        runner=$!
+        KILLED=
+        if [ "$target" != none ] && started "$id"; then
+                case $target in
+                sandbox) pid=$(runtime_proc "$id" runsc-sandbox) ;;
+                gofer) pid=$(runtime_proc "$id" runsc-gofer) ;;
+                # systrap's stubs have no command line. The task-set watch takes its first sample a second
+                # after the run loop starts (before the payload's marker): by 2 s after the marker it has one.
+                stub) sleep 2; pid=$(runtime_proc "$id" "") ;;
+                init) pid=$(in_box cat "$POND_RUN/jobs/$id/init.pid") ;;
+                esac
+                [ -n "$pid" ] && [ "$pid" -gt 1 ] && in_box kill -9 "$pid" && KILLED=$pid
+        fi
+        wait "$runner"
+        wait_gone "$id"
+        ST=$(field "$id" 'r["status"]')
+        RC_SIG=$(field "$id" 'str(r["exit"]["rc"]) + " " + str(r["exit"]["signal"])')
+        REASON=$(field "$id" 'r["reason"]')
+        LEFT=$(leftovers "$id")
+}
+
+marker=(sh -c 'echo running; sleep 30; echo done')
+if [ "$BACKEND" = runsc ]; then
+        # A systrap stub killed does not end the sandbox: it wedges, and the task-set watch ends it (a stub killed
+        # before the watch's first sample goes unnoticed: the sandbox then ran its payload to its end, measured).
+        for c in "sandbox the gVisor sandbox process \(pid [0-9]+\) was killed by SIGKILL" \
+                 "gofer the runtime's process runsc-gofer \(pid [0-9]+\) was killed by SIGKILL" \
+                 "stub the gVisor sandbox lost one of its processes \(pid [0-9]+\)"; do
+                read -r target what <<<"$c"
+                id=$(new_id "dying-$target")
+                killed_run "$id" "$target" "" -- "${marker[@]}"
+                t_like "runsc: the $target was there to kill while the payload ran" '^[0-9]+$' "$KILLED"
+                t_eq "runsc: its $target killed from outside, the job failed, with no exit code" "failed None None" \
+                        "$ST $RC_SIG"
+                t_like "runsc: the reason names the $target's death and the journal" \
+                        "^runtime failed \(runsc\): $what.*journal of pond-job@$id" "$REASON"
+                t_eq "runsc: nothing of the job whose $target was killed is left" "" "$LEFT"
+        done
+        # Control: the payload killing itself is the payload's end (the sandbox reports it as 128 + 9).
+        id=$(new_id dying-payload)
+        killed_run "$id" none "" -- sh -c 'echo running; kill -9 $$'
+        t_eq "runsc control: a payload killed by SIGKILL is completed, rc 137" "completed 137 None" "$ST $RC_SIG"
+        t_eq "runsc control: nothing of it is left" "" "$LEFT"
+
+        # A crashed sentry exits 2, as a payload's `exit 2` does: its crash report (--panic-log) tells them
+        # apart. The crash is gVisor's own test switch (a payload's afs_syscall panics the sentry), given to runsc
+        # by a wrapper bound over /usr/bin/runsc for that one job's unit; profile none, whose payload has no
+        # seccomp filter to refuse the syscall.
+        in_box sh -c 'cp /usr/bin/runsc /var/tmp/pond-test-runsc-real &&
+                printf "#!/bin/sh\nexec /var/tmp/pond-test-runsc-real --TESTONLY-afs-syscall-panic \"\$@\"\n" \
+                        >/var/tmp/pond-test-runsc-panic && chmod 755 /var/tmp/pond-test-runsc-panic'
+        for kind in crash exit2; do
+                cmd=(sh -c 'echo running; exit 2')
+                [ "$kind" = exit2 ] ||
+                        cmd=(python3 -c 'import ctypes; print("running", flush=True); ctypes.CDLL(None).syscall(183)')
+                id=$(new_id "dying-$kind")
+                d=/run/systemd/system/pond-job@$id.service.d
+                in_box sh -c "mkdir -p $d && printf '[Service]\nBindReadOnlyPaths=/var/tmp/pond-test-runsc-panic:/usr/bin/runsc\n' \
+                        >$d/panic.conf && systemctl daemon-reload"
+                killed_run "$id" none none -- "${cmd[@]}"
+                in_box sh -c "rm -rf $d && systemctl daemon-reload"
+                if [ "$kind" = crash ]; then
+                        t_eq "runsc: a sentry that crashed fails the job, with no exit code" "failed None None" \
+                                "$ST $RC_SIG"
+                        t_like "runsc: the reason quotes the sentry's crash report" \
+                                "^runtime failed \(runsc\): the gVisor sandbox crashed \(it exited 2 and reported: panic: " \
+                                "$REASON"
+                else
+                        t_eq "runsc control: under the same runsc, a payload's exit 2 is completed rc 2" "completed 2 None" \
+                                "$ST $RC_SIG"
+                fi
+                t_eq "runsc: nothing of the $kind job is left" "" "$LEFT"
+        done
+        in_box rm -f /var/tmp/pond-test-runsc-real /var/tmp/pond-test-runsc-panic
+else
+        # runc: no runc process outlives the start, so nothing of the runtime runs beside the payload to die.
+        id=$(new_id dying-runc)
+        in_box "$PONDCTL" run --quiet --job-id "$id" --backend runc --profile untrusted-code-write -- "${marker[@]}" \
+                >/dev/null 2>&1 &
+        runner=$!
+        if started "$id"; then
+                # shellcheck disable=SC2016 # the inner sh's
+                runcs=$(in_box sh -c 'for p in /proc/[0-9]*; do
+                        a=$(tr "\0" " " <"$p/cmdline" 2>/dev/null); case $a in runc\ *|*/runc\ *) echo "$a" ;; esac
+                done')
+                t_eq "runc: no runc process runs while the payload does" "" "$runcs"
+        else
+                t_not_ok "runc: the payload started"
+        fi
+        in_box systemctl stop "pond-job@$id.service"
+        wait "$runner"
+        wait_gone "$id"
+        # Control: the container's init killed from outside is the payload's death, not the runtime's.
+        id=$(new_id dying-init)
+        killed_run "$id" init "" -- "${marker[@]}"
+        t_like "runc control: the container's init was there to kill" '^[0-9]+$' "$KILLED"
+        t_eq "runc control: the payload's init killed is completed, signal SIGKILL" "completed None SIGKILL" "$ST $RC_SIG"
+        t_eq "runc control: nothing of it is left" "" "$LEFT"
+fi
+t_eq "after the runtime's deaths, the host's pond state is back to what it was" "$base" "$(host_state)"
 
 # A stop that kills the supervisor before it has blocked its signals (too narrow a window to hit at random):
 # the cleanup signs what systemd's environment says, a stop is "cancelled", a SIGKILL "failed".

@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* test-runsc.c: the gVisor provider's two facts about gVisor: the seccomp profile rewritten into what its
+/* test-runsc.c: the gVisor provider's facts about gVisor: the seccomp profile rewritten into what its
  * converter applies as written (ENOSYS as SCMP_ACT_TRACE, everything else untouched, errnos it cannot say
- * refused), run on the real policy/seccomp.json; and the release date read from `runsc --version`. */
+ * refused), run on the real policy/seccomp.json; the release date read from `runsc --version`; and a
+ * sandbox's end told apart from its payload's (killed, crashed, or the payload's exit). */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -170,6 +174,63 @@ TEST(stale_probe_dirs_swept) {
         ASSERT_TRUE(stat(dead, &st) < 0 && errno == ENOENT);
         ASSERT_OK(stat(alive, &st));
         ASSERT_OK(rmdir(alive));
+}
+
+/* The sandbox's end judged (the evidence measured in the box, tests/integration/test-faults.sh): a signal is
+ * the sandbox killed; an exit status is the payload's, unless the panic log holds a crash report, whose first
+ * line is quoted; an empty or absent panic log is no crash. */
+TEST(init_failed) {
+        char dir[] = "/tmp/test-runsc-XXXXXX", log[64];
+        RuntimeJob rj = { .panic_log = log };
+        siginfo_t killed = {}, dumped = {}, exited = {};
+        char *why = NULL;
+        FILE *f;
+
+        /* Field by field: si_pid and si_status are members of a union's members, and designated initializers
+         * of two of them keep only the last. */
+        killed.si_code = CLD_KILLED;
+        killed.si_pid = 42;
+        killed.si_status = SIGKILL;
+        dumped = killed;
+        dumped.si_code = CLD_DUMPED;
+        dumped.si_status = SIGSEGV;
+        exited = killed;
+        exited.si_code = CLD_EXITED;
+        exited.si_status = 2;
+
+        ASSERT_TRUE(mkdtemp(dir) != NULL);
+        snprintf(log, sizeof log, "%s/panic.log", dir);
+        ASSERT_TRUE(runtime_runsc.init_failed != NULL);
+        ASSERT_TRUE(runtime_runc.init_failed == NULL); /* runc's init is the payload's own process */
+
+        ASSERT_EQ(1, runtime_runsc.init_failed(&rj, &killed, &why));
+        ASSERT_STREQ("the gVisor sandbox process (pid 42) was killed by SIGKILL", why);
+        free(TAKE_PTR(why));
+        ASSERT_EQ(1, runtime_runsc.init_failed(&rj, &dumped, &why));
+        ASSERT_CONTAINS("killed by SIGSEGV", why);
+        free(TAKE_PTR(why));
+
+        ASSERT_EQ(0, runtime_runsc.init_failed(&rj, &exited, &why)); /* no panic log at all */
+        ASSERT_TRUE(why == NULL);
+        f = fopen(log, "we");
+        ASSERT_TRUE(f != NULL);
+        fclose(f);
+        ASSERT_EQ(0, runtime_runsc.init_failed(&rj, &exited, &why)); /* an empty one */
+        ASSERT_TRUE(why == NULL);
+
+        f = fopen(log, "we");
+        ASSERT_TRUE(f != NULL);
+        fputs("\npanic: User workload triggered a panic via afs_syscall.\n\ngoroutine 25 [running]:\n", f);
+        fclose(f);
+        ASSERT_EQ(1, runtime_runsc.init_failed(&rj, &exited, &why));
+        ASSERT_STREQ("the gVisor sandbox crashed (it exited 2 and reported: panic: User workload triggered a panic "
+                     "via afs_syscall.)", why);
+        free(TAKE_PTR(why));
+
+        rj.panic_log = NULL; /* no panic log configured: the status alone, an exit */
+        ASSERT_EQ(0, runtime_runsc.init_failed(&rj, &exited, &why));
+        ASSERT_OK(unlink(log));
+        ASSERT_OK(rmdir(dir));
 }
 
 TEST_MAIN()

@@ -218,14 +218,19 @@ static const char *debug_flag(char *buf, size_t n) {
         return buf;
 }
 
+/* --panic-log: the sandbox's and the gofer's Go runtime messages (a sentry panic's report) go to a file of
+ * the job's, where runsc_init_failed() finds them; without it they go to the sandbox's stderr, /dev/null. */
 static int runsc_create_argv(const RuntimeJob *j, char ***ret) {
+        _cleanup_free_ char *panic = NULL;
         const char *platform;
         char dbg[PATH_MAX];
         int r = runsc_platform(&platform);
 
         if (r < 0)
                 return r;
-        return strv_build(ret, RUNSC, "--root", j->state_root, "--log", j->log_file, "--platform", platform,
+        if (asprintf(&panic, "--panic-log=%s", j->panic_log ?: "/dev/null") < 0)
+                return -ENOMEM;
+        return strv_build(ret, RUNSC, "--root", j->state_root, "--log", j->log_file, panic, "--platform", platform,
                           runsc_network(j), "--oci-seccomp", debug_flag(dbg, sizeof dbg),
                           getenv("POND_RUNSC_DEBUG_LOG") ? "--debug" : "--debug=false", "create", "--bundle",
                           j->bundle, "--pid-file", j->pid_file, j->container_id, NULL);
@@ -252,6 +257,44 @@ static bool runsc_has_state(const RuntimeJob *j) {
         _cleanup_free_ char *p = NULL;
         return asprintf(&p, "%s/%s_sandbox:%s.state", j->state_root, j->container_id, j->container_id) >= 0 &&
                access(p, F_OK) == 0;
+}
+
+/* The first non-empty line of the panic log, or NULL when it is empty (or cannot be read). */
+static char *panic_report(const char *path) {
+        _cleanup_close_ int fd = -EBADF;
+        char buf[4096];
+        ssize_t n;
+
+        if (!path)
+                return NULL;
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return NULL;
+        n = loop_read(fd, buf, sizeof buf - 1);
+        if (n <= 0)
+                return NULL;
+        buf[n] = 0;
+        return runtime_output_line(buf, false);
+}
+
+/* The sandbox process is the container's init, and it reports its payload's end as its exit status (an
+ * application killed by signal N as 128 + N, measured): a sandbox that ended by a signal was killed itself,
+ * from outside (the payload has no way to it). A sentry that crashed exits 2, as a payload's `exit 2` does,
+ * but it has written its report to the panic log first, which is otherwise empty. */
+static int runsc_init_failed(const RuntimeJob *j, const siginfo_t *init, char **ret_reason) {
+        _cleanup_free_ char *report = NULL;
+
+        if (init->si_code == CLD_KILLED || init->si_code == CLD_DUMPED) {
+                const char *name = sigabbrev_np(init->si_status);
+                *ret_reason = strdupf("the gVisor sandbox process (pid %d) was killed by SIG%s", (int) init->si_pid,
+                                      name ?: "?");
+                return *ret_reason ? 1 : -ENOMEM;
+        }
+        report = panic_report(j->panic_log);
+        if (!report)
+                return 0;
+        *ret_reason = strdupf("the gVisor sandbox crashed (it exited %d and reported: %s)", init->si_status, report);
+        return *ret_reason ? 1 : -ENOMEM;
 }
 
 /* Probe directories (runsc_platform_reason()) whose prober is gone: a supervisor killed during the probe
@@ -313,5 +356,6 @@ const RuntimeProvider runtime_runsc = {
         .delete_argv = runsc_delete_argv,
         .has_state = runsc_has_state,
         .forget = runsc_forget,
+        .init_failed = runsc_init_failed,
         .adjust_config = runsc_adjust_config,
 };

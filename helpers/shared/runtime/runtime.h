@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 
 #include <json-c/json.h>
 
@@ -20,6 +21,7 @@ typedef struct RuntimeJob {
         const char *container_id;
         const char *pid_file;
         const char *log_file;     /* the runtime's own messages: kept apart from the job's output */
+        const char *panic_log;    /* where a runtime that can (runsc) writes its own crash report, or NULL */
         bool host_network;        /* profile none: the host's network */
         const char *netns;        /* a network namespace prepared by the supervisor, or NULL: none at all */
 } RuntimeJob;
@@ -54,6 +56,10 @@ typedef struct RuntimeProvider {
         bool (*has_state)(const RuntimeJob *j);
         /* Optional: removes what delete leaves when the sandbox died first (runsc's lock file). */
         void (*forget)(const RuntimeJob *j);
+        /* Optional, for a runtime whose own process is the container's init (runsc's sandbox): after the init
+         * ended with *init, whether that was the runtime's failure rather than the payload's exit. 1 and
+         * what failed in *ret_reason (malloc'd), else 0. Without it the init is the payload's own process. */
+        int (*init_failed)(const RuntimeJob *j, const siginfo_t *init, char **ret_reason);
         /* Optional: the provider's additions to config.json (e.g. a VM's size as annotations). */
         int (*adjust_config)(const ResolvedPolicy *r, json_object *config);
 } RuntimeProvider;
