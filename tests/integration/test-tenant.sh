@@ -7,6 +7,8 @@
 # every one. The control runs the same two programs as two plain processes of one host uid in the box:
 # there B is refused, which is what jobs sharing host uid 1000 did before each runc job had its own range.
 # Under runc the hog's processes must run as a host uid of pond's pool, and the range goes back afterwards.
+# And the network: A serves TCP on every address of its namespace (it reaches itself: the control); B
+# cannot reach it.
 . "$(dirname "${BASH_SOURCE[0]}")/pond.sh"
 need_box
 
@@ -64,6 +66,28 @@ for n in range(300):
 else:
     res["procs"] = "300:none"
 queues = int(res["mqueue"].split(":")[0])
+# a TCP service of A, on every address of its namespace, and the address of A: a datagram socket
+# connected to the proxy (the host side of the veth of A) has the eth0 address of A as its local end
+import socket, threading, urllib.parse
+proxy = urllib.parse.urlparse(os.environ.get("HTTPS_PROXY", "")).hostname
+if proxy:
+    srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("0.0.0.0", 7777))
+    srv.listen(16)
+    def serve():
+        while True:
+            c, _ = srv.accept()
+            c.sendall(b"HOG\n")
+            c.close()
+    threading.Thread(target=serve, daemon=True).start()
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u.connect((proxy, 9))
+    res["addr"] = u.getsockname()[0]
+    try:
+        res["self"] = "ok" if socket.create_connection((res["addr"], 7777), 3).recv(4) == b"HOG\n" else "bad"
+    except OSError as e:
+        res["self"] = errno.errorcode.get(e.errno, "timeout")
 def stop(*_):
     unlink_queues(queues)
     os._exit(0)
@@ -76,7 +100,7 @@ while True:
 
 # The probe: one of each, and one fork with RLIMIT_NPROC lowered to 250 (the hog holds 300 processes).
 PROBE_PY="$COMMON_PY"'
-import resource
+import resource, socket
 res = {"inotify": inotify(), "mqueue": mqueue(0), "keys": key(0)}
 unlink_queues(1)
 hard = resource.getrlimit(resource.RLIMIT_NPROC)[1]
@@ -89,6 +113,13 @@ try:
     res["procs"] = "ok"
 except OSError as e:
     res["procs"] = errno.errorcode.get(e.errno, str(e.errno))
+# the service of A, from the namespace of B
+if len(sys.argv) > 2:
+    try:
+        c = socket.create_connection((sys.argv[2], 7777), 3)
+        res["neighbour"] = "ok" if c.recv(4) == b"HOG\n" else "connected"
+    except OSError as e:
+        res["neighbour"] = errno.errorcode.get(e.errno, "timeout") if e.errno else "timeout"
 print("probe " + " ".join("%s=%s" % kv for kv in sorted(res.items())))
 '
 
@@ -154,10 +185,14 @@ if wait_for_line "$POND_STATE/jobs/$a/log/stdout"; then
                 lease=$(in_box cat "$POND_RUN/uids/$a" 2>/dev/null)
                 t_like "job A holds a uid range lease" '^[0-9]+$' "$lease"
         fi
-        run_job "$b" --profile untrusted-code-write -- python3 -c "$PROBE_PY" job-probe
+        a_addr=$(word "$hog" addr)
+        t_like "job A: its own TCP service answers A ($a_addr)" '^ok$' "$(word "$hog" self)"
+        run_job "$b" --profile untrusted-code-write -- python3 -c "$PROBE_PY" job-probe "$a_addr"
         t_eq "job B ran" 0 "$RC" || diag "$OUT"
         probe=$(grep '^probe ' <<<"$OUT")
         diag "job B: $probe"
+        v=$(word "$probe" neighbour)
+        t_ok "job B cannot reach job A's TCP service at $a_addr ($v)" test -n "$v" -a "$v" != ok -a "$v" != connected
         for r in $RESOURCES; do
                 v=$(word "$probe" "$r")
                 hv=$(word "$hog" "$r")
