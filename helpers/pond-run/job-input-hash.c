@@ -26,7 +26,8 @@ static int compute(InputHash *h, const char *spec, size_t spec_len, int checkout
                 if (path && digest_cache_load(path, &cache, &h->cache_discarded) < 0)
                         cache = NULL;
         }
-        r = input_sha_compute_cached(spec, spec_len, checkout_fd, cache, h->hex);
+        r = input_sha_compute_cached(spec, spec_len, checkout_fd, cache, h->hex, h->tree);
+        h->have_tree = r >= 0;
         if (r >= 0 && cache)
                 h->cache_save_r = digest_cache_save(cache, path);
         return r;

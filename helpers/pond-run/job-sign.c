@@ -181,6 +181,17 @@ static json_object *build_signer(const Job *j) {
         return o;
 }
 
+/* task_sha (hash.h): only with the checkout's tree digest from input_sha's computation (a bundle's input_sha
+ * is the bundle's own hash: no task_sha then), and only for a spec that parsed (a refusal may have none). */
+static json_object *task_sha(const Job *j, const char *input_sha) {
+        char hex[SHA256_HEX_SIZE];
+
+        if (!input_sha || !j->input_hash.have_tree || !j->input.spec_buf ||
+            task_sha_compute(j->input.spec_buf, j->input.spec_len, j->input_hash.tree, hex) < 0)
+                return NULL;
+        return json_object_new_string(hex);
+}
+
 static int build_result(Job *j, const char *input_sha, json_object **ret) {
         _cleanup_json_ json_object *o = json_object_new_object();
 
@@ -192,6 +203,7 @@ static int build_result(Job *j, const char *input_sha, json_object **ret) {
         json_object_object_add(o, "status", json_object_new_string(job_status(j)));
         json_object_object_add(o, "reason", json_str(j->outcome.reason));
         json_object_object_add(o, "input_sha", json_str(input_sha));
+        json_object_object_add(o, "task_sha", task_sha(j, input_sha));
         json_object_object_add(o, "signer", build_signer(j));
         add_posture(j, o);
         json_object_object_foreach(j->result.artifacts, key, value)

@@ -57,6 +57,8 @@ typedef struct InputHash {
         bool cache_discarded;           /* the digest cache was unusable (reported once joined) */
         int cache_save_r;
         char hex[SHA256_HEX_SIZE];
+        bool have_tree;                 /* tree holds the checkout's tree digest (not for a bundle) */
+        uint8_t tree[SHA256_SIZE];
 } InputHash;
 
 /* The job's own host uid range and user namespace (job-userns.c): providers on the host kernel only. */

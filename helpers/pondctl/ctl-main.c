@@ -58,6 +58,10 @@ static const Verb verbs[] = {
         { "verify", ctl_verb_verify, "--pubkey F [OPTIONS] DIR", "check a result directory",
           "  --pubkey FILE --job-id ID --input-sha HEX --image-digest sha256:HEX\n"
           "Exits 0 verified, 1 not.\n" },
+        { "quorum", ctl_verb_quorum, "--pubkey F [--min N] DIR DIR...", "compare re-runs of one job",
+          "  --pubkey FILE  the workers' signing key (one key: results of one worker, or of a fleet's key)\n"
+          "  --min N        at least N results must have the same output (default: all)\n"
+          "Exits 0 agree, 1 a result does not verify, 2 not re-runs of one completed job, 3 disagree.\n" },
         { "keygen", ctl_verb_keygen, "[--dir DIR]", "create keys for enrollment", NULL },
         { "hash-input", ctl_verb_hash_input, "SPEC [--checkout DIR]", "the input_sha a worker signs", NULL },
         { "image", ctl_verb_image, "import|list|inspect|rm|gc", "the image store (pondctl(1))",

@@ -25,6 +25,8 @@ enum {
         CTL_EXIT_OK = 0,
         CTL_EXIT_ERROR = 1,        /* the verb failed (no bus, I/O); verify/result: the result did not verify */
         CTL_EXIT_NOT_ELIGIBLE = 2, /* dispatch-check: a valid block this worker may not take */
+        CTL_EXIT_NOT_COMPARABLE = 2, /* quorum: the results are not re-runs of one job, or one did not complete */
+        CTL_EXIT_DISAGREE = 3,     /* quorum: too few results have the same output */
         CTL_EXIT_NOT_FOUND = 4,    /* no such job (as `systemctl status` for no such unit) */
         CTL_EXIT_USAGE = 64,       /* unknown verb or option, missing or extra argument (EX_USAGE) */
         CTL_EXIT_TIMEOUT = 124,    /* the job ran out of wall clock */
@@ -245,6 +247,7 @@ int ctl_verb_cancel(int argc, char *argv[]);
 int ctl_verb_list(int argc, char *argv[]);
 int ctl_verb_result(int argc, char *argv[]);
 int ctl_verb_verify(int argc, char *argv[]);
+int ctl_verb_quorum(int argc, char *argv[]);
 int ctl_verb_keygen(int argc, char *argv[]);
 int ctl_verb_hash_input(int argc, char *argv[]);
 /* ctl-image.c */

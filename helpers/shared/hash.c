@@ -440,7 +440,7 @@ int tree_digest(int dirfd, uint8_t ret_digest[SHA256_SIZE]) {
 }
 
 int input_sha_compute_cached(const void *spec, size_t spec_len, int checkout_dirfd, DigestCache *cache,
-                             char ret_hex[SHA256_HEX_SIZE]) {
+                             char ret_hex[SHA256_HEX_SIZE], uint8_t ret_tree[SHA256_SIZE]) {
         uint8_t spec_digest[SHA256_SIZE], tree[SHA256_SIZE], d[SHA256_SIZE];
         uint8_t buf[sizeof INPUT_SHA_DOMAIN - 1 + 2 * SHA256_SIZE];
         int r;
@@ -460,9 +460,11 @@ int input_sha_compute_cached(const void *spec, size_t spec_len, int checkout_dir
         memcpy(buf + sizeof INPUT_SHA_DOMAIN - 1 + SHA256_SIZE, tree, SHA256_SIZE);
         sha256_bytes(buf, sizeof buf, d);
         hex_encode(d, sizeof d, ret_hex);
+        if (ret_tree)
+                memcpy(ret_tree, tree, SHA256_SIZE);
         return 0;
 }
 
 int input_sha_compute(const void *spec, size_t spec_len, int checkout_dirfd, char ret_hex[SHA256_HEX_SIZE]) {
-        return input_sha_compute_cached(spec, spec_len, checkout_dirfd, NULL, ret_hex);
+        return input_sha_compute_cached(spec, spec_len, checkout_dirfd, NULL, ret_hex, NULL);
 }

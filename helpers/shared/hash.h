@@ -42,5 +42,16 @@ int tree_digest_cached(int dirfd, DigestCache *cache, uint8_t ret_digest[SHA256_
 /* input_sha = hex(sha256(INPUT_SHA_DOMAIN || sha256(spec) || tree_digest(checkout))), with the tree digest of
  * "no checkout" (checkout_dirfd < 0) being sha256 of the empty string. */
 int input_sha_compute(const void *spec, size_t spec_len, int checkout_dirfd, char ret_hex[SHA256_HEX_SIZE]);
+/* ret_tree (may be NULL): the tree digest it used, for task_sha. */
 int input_sha_compute_cached(const void *spec, size_t spec_len, int checkout_dirfd, DigestCache *cache,
-                             char ret_hex[SHA256_HEX_SIZE]);
+                             char ret_hex[SHA256_HEX_SIZE], uint8_t ret_tree[SHA256_SIZE]);
+
+/* task-sha.c: what the job was asked to do, whatever its id and wherever its checkout lay: task_sha =
+ * hex(sha256(TASK_SHA_DOMAIN || sha256(task) || tree)), task being the spec parsed and serialized again by
+ * json-c (members in their order, no whitespace) without job_id, checkout, bundle and credentials (the id,
+ * where the checkout lay, and what was sealed to one worker), tree the checkout's tree digest as in
+ * input_sha. Two runs of one task have the same task_sha; `pondctl quorum` compares results by it.
+ * -EINVAL if spec is not a JSON object. */
+#define TASK_SHA_DOMAIN "pond-task-v1\n"
+int task_sha_compute(const char *spec, size_t spec_len, const uint8_t tree[SHA256_SIZE],
+                     char ret_hex[SHA256_HEX_SIZE]);

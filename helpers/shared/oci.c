@@ -116,10 +116,13 @@ static bool env_is_pond_s(const char *entry) {
  * spec's and the posture's, which win. */
 int oci_job_environment_image(const ResolvedPolicy *r, const JobSpec *spec, char *const *image_env,
                               char *const *posture_env, char ***ret) {
+        /* TZ and SOURCE_DATE_EPOCH: the same on every worker, so that re-runs of a job can agree (pondctl
+         * quorum); SOURCE_DATE_EPOCH is 1980-01-01, the earliest a zip (a wheel, a jar) can hold. A spec
+         * that sets either wins. */
         const char *const base[] = {
                 "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
                 r && r->confined ? "HOME=" HOME_DIR : "HOME=/tmp",
-                "LANG=C.UTF-8", "TMPDIR=/tmp", "USER=job",
+                "LANG=C.UTF-8", "TMPDIR=/tmp", "USER=job", "TZ=UTC", "SOURCE_DATE_EPOCH=315532800",
         };
         _cleanup_strv_free_ char **env = NULL;
         _cleanup_free_ char *id = NULL;

@@ -342,6 +342,42 @@ done
 t_ok "some refusals were the supervisor's ($supervised of ${#refused_ids[@]})" test "$supervised" -gt 0
 t_eq "journal has each of them, under its job id" "$supervised" "$journaled"
 
+# --- quorum re-runs (pondctl quorum): the same task twice agrees; a task that writes the time disagrees on
+# exactly that file; results of different tasks are not comparable
+qco=$(in_box mktemp -d /var/tmp/pond-quorum.XXXXXX)
+in_box sh -c "printf 'print(1)\n' > $qco/main.py"
+# shellcheck disable=SC2016 # the job's sh expands these
+QUORUM_SH='mkdir -p build && python3 -c "import sys; print(sys.version_info[0])" > build/out.txt && echo "$TZ $SOURCE_DATE_EPOCH" > build/env.txt
+[ "${1:-}" = stamp ] && date +%s%N > build/stamp.txt; exit 0'
+q=()
+for k in 1 2 3 4; do
+        q[k]=$(new_id quorum)
+done
+run_job "${q[1]}" --profile untrusted-code-write --checkout "$qco" -- sh -c "$QUORUM_SH" sh
+run_job "${q[2]}" --profile untrusted-code-write --checkout "$qco" -- sh -c "$QUORUM_SH" sh
+run_job "${q[3]}" --profile untrusted-code-write --checkout "$qco" -- sh -c "$QUORUM_SH" sh stamp
+run_job "${q[4]}" --profile untrusted-code-write --checkout "$qco" -- sh -c "$QUORUM_SH" sh stamp
+t_eq "quorum: the job sees TZ and SOURCE_DATE_EPOCH" "UTC 315532800" \
+        "$(in_box cat "$POND_STATE/results/${q[1]}/artifacts/build/env.txt")"
+t_like "quorum: a task_sha is signed" '^[0-9a-f]{64}$' "$(result_field "${q[1]}" 'r["task_sha"]')"
+t_eq "quorum: two runs of one task have one task_sha" "$(result_field "${q[1]}" 'r["task_sha"]')" \
+        "$(result_field "${q[2]}" 'r["task_sha"]')"
+t_ok "quorum: ... and two input_sha (the id is in the spec)" test \
+        "$(result_field "${q[1]}" 'r["input_sha"]')" != "$(result_field "${q[2]}" 'r["input_sha"]')"
+QR="$POND_STATE/results"
+t_ok "quorum: the same task twice agrees" pond quorum --pubkey /etc/pond/keys/sign.pub "$QR/${q[1]}" "$QR/${q[2]}"
+OUT=$(pond quorum --pubkey /etc/pond/keys/sign.pub "$QR/${q[3]}" "$QR/${q[4]}" 2>&1)
+RC=$?
+t_eq "quorum: runs that write the time disagree (exit 3)" 3 "$RC" || diag "$OUT"
+t_eq "quorum: ... on exactly that file" "differs: build/stamp.txt" "$(grep '^differs:' <<<"$OUT")"
+OUT=$(pond quorum --pubkey /etc/pond/keys/sign.pub "$QR/${q[1]}" "$QR/${q[3]}" 2>&1)
+t_eq "quorum: different tasks are not comparable (exit 2)" 2 "$?" || diag "$OUT"
+t_like "quorum: ... saying which field" "NOT COMPARABLE: task_sha" "$OUT"
+in_box sh -c "cp -a $QR/${q[2]} $qco/forged && echo x >> $qco/forged/artifacts/build/out.txt"
+OUT=$(pond quorum --pubkey /etc/pond/keys/sign.pub "$QR/${q[1]}" "$qco/forged" 2>&1)
+t_eq "quorum: a result that does not verify (exit 1)" 1 "$?" || diag "$OUT"
+in_box rm -rf "$qco"
+
 # --- kill -9 of the supervisor mid-job: ExecStopPost removes everything
 id=$(new_id kill9)
 in_box "$PONDCTL" run --quiet --job-id "$id" --backend "$BACKEND" --profile untrusted-code-write -- sleep 60 \

@@ -183,3 +183,24 @@ TEST(openat_beneath_refuses_escapes) {
 }
 
 TEST_MAIN();
+
+/* task_sha: the same task under another id, from another checkout path, with other sealed credentials, is
+ * the same task; another command or another tree is not. */
+TEST(task_sha_ignores_what_is_per_run) {
+        const char *a = "{\"job_id\":\"j-1\",\"tenant\":\"t\",\"command\":[\"make\"],\"checkout\":\"/src/a\"}";
+        const char *b = "{\"job_id\":\"j-2\",\"tenant\":\"t\",\"command\":[\"make\"],\"checkout\":\"/other/b\","
+                        "\"credentials\":[{\"name\":\"k\",\"sealed\":\"xyz\"}]}";
+        const char *c = "{\"job_id\":\"j-3\",\"tenant\":\"t\",\"command\":[\"make\",\"-j2\"],\"checkout\":\"/src/a\"}";
+        uint8_t tree[SHA256_SIZE] = { 1 }, other[SHA256_SIZE] = { 2 };
+        char ha[SHA256_HEX_SIZE], hb[SHA256_HEX_SIZE], hc[SHA256_HEX_SIZE], ht[SHA256_HEX_SIZE];
+
+        ASSERT_OK(task_sha_compute(a, strlen(a), tree, ha));
+        ASSERT_OK(task_sha_compute(b, strlen(b), tree, hb));
+        ASSERT_OK(task_sha_compute(c, strlen(c), tree, hc));
+        ASSERT_OK(task_sha_compute(a, strlen(a), other, ht));
+        EXPECT_STREQ(ha, hb);
+        EXPECT_TRUE(strcmp(ha, hc) != 0);
+        EXPECT_TRUE(strcmp(ha, ht) != 0);
+        EXPECT_ERROR(EINVAL, task_sha_compute("[1]", 3, tree, ha));
+        EXPECT_TRUE(task_sha_compute("{\"a\":", 5, tree, ha) < 0);
+}

@@ -350,7 +350,7 @@ static const char *env_get(json_object *env, const char *key) {
 
 TEST(environment_from_scratch) {
         static const char *const expected_keys[] = {
-                "PATH", "HOME", "LANG", "TMPDIR", "USER", "POND_JOB_ID", "FOO",
+                "PATH", "HOME", "LANG", "TMPDIR", "USER", "TZ", "SOURCE_DATE_EPOCH", "POND_JOB_ID", "FOO",
         };
         _cleanup_json_ json_object *c = NULL;
         json_object *env;
@@ -365,9 +365,12 @@ TEST(environment_from_scratch) {
         ASSERT_FALSE(env_get(env, "POND_LEAK_CANARY"));
         for (char **e = environ; *e; e++)
                 if (strncmp(*e, "PATH=", 5) && strncmp(*e, "HOME=", 5) && strncmp(*e, "LANG=", 5) &&
-                    strncmp(*e, "USER=", 5) && strncmp(*e, "TMPDIR=", 7))
+                    strncmp(*e, "USER=", 5) && strncmp(*e, "TMPDIR=", 7) && strncmp(*e, "TZ=", 3) &&
+                    strncmp(*e, "SOURCE_DATE_EPOCH=", 18))
                         ASSERT_FALSE(has_string(env, *e));
         ASSERT_STREQ("job-42", env_get(env, "POND_JOB_ID"));
+        ASSERT_STREQ("UTC", env_get(env, "TZ"));
+        ASSERT_STREQ("315532800", env_get(env, "SOURCE_DATE_EPOCH"));
         ASSERT_STREQ("baz", env_get(env, "FOO"));
         ASSERT_STREQ("/workspace", env_get(env, "HOME"));
         ASSERT_STREQ("/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", env_get(env, "PATH"));
