@@ -12,6 +12,7 @@
 
 #include "fileio.h"
 #include "log.h"
+#include "ns-open.h"
 #include "oci.h"
 #include "process-util.h"
 #include "stage.h"
@@ -70,23 +71,24 @@ static int userns_for_owner(uid_t uid, gid_t gid, int *ret_fd) {
         return 0;
 }
 
-/* Clones the checkout's mount (not its submounts), idmaps it, and attaches it at target. */
-static int mount_idmapped(const char *src, const char *target, bool readonly) {
+/* Clones the checkout's mount (not its submounts) as source_ns sees it, idmaps it, and attaches it at target
+ * (in our namespace: a detached clone goes anywhere). */
+static int mount_idmapped(const char *source_ns, const char *src, const char *target, bool readonly) {
         _cleanup_close_ int tree = -EBADF, userns = -EBADF;
         struct mount_attr attr = {};
         struct stat st;
         int r;
 
-        if (stat(src, &st) < 0)
+        r = ns_open_tree(source_ns, src, OPEN_TREE_CLONE, &tree);
+        if (r < 0)
+                return log_debug_errno(r, "open_tree(%s) failed: %m", src);
+        if (fstat(tree, &st) < 0)
                 return log_debug_errno(errno, "Cannot stat checkout %s: %m", src);
         if (!S_ISDIR(st.st_mode))
                 return log_debug_errno(ENOTDIR, "Checkout %s is not a directory", src);
         r = userns_for_owner(st.st_uid, st.st_gid, &userns);
         if (r < 0)
                 return log_debug_errno(r, "Cannot create the idmapping user namespace: %m");
-        tree = (int) syscall(SYS_open_tree, AT_FDCWD, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
-        if (tree < 0)
-                return log_debug_errno(errno, "open_tree(%s) failed: %m", src);
         attr.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (readonly ? MOUNT_ATTR_RDONLY : 0);
         attr.userns_fd = (uint64_t) userns;
         if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0)
@@ -139,7 +141,8 @@ static int mount_scratch(const char *job_dir, uint64_t bytes, char **ret_upper, 
         return 0;
 }
 
-static int stage_overlay(const char *job_dir, const char *checkout, uint64_t scratch_bytes, Stage *s) {
+static int stage_overlay(const char *job_dir, const char *source_ns, const char *checkout, uint64_t scratch_bytes,
+                         Stage *s) {
         _cleanup_free_ char *work = NULL, *opts = NULL;
         int r;
 
@@ -149,7 +152,7 @@ static int stage_overlay(const char *job_dir, const char *checkout, uint64_t scr
         if (mkdir(s->lower, 0755) < 0 && errno != EEXIST)
                 return -errno;
         if (checkout) {
-                r = mount_idmapped(checkout, s->lower, true);
+                r = mount_idmapped(source_ns, checkout, s->lower, true);
                 if (r < 0)
                         return r;
         }
@@ -164,7 +167,8 @@ static int stage_overlay(const char *job_dir, const char *checkout, uint64_t scr
         return 0;
 }
 
-int stage_setup(const char *job_dir, const char *checkout, FsPosture fs, uint64_t scratch_bytes, Stage *ret) {
+int stage_setup(const char *job_dir, const char *source_ns, const char *checkout, FsPosture fs, uint64_t scratch_bytes,
+                Stage *ret) {
         Stage s = {};
         int r;
 
@@ -178,19 +182,19 @@ int stage_setup(const char *job_dir, const char *checkout, FsPosture fs, uint64_
         switch (fs) {
         case FS_READONLY:
                 s.readonly = true;
-                r = checkout ? mount_idmapped(checkout, s.workspace, true) : 0;
+                r = checkout ? mount_idmapped(source_ns, checkout, s.workspace, true) : 0;
                 if (r >= 0 && checkout && !(s.lower = strdup(s.workspace)))
                         r = -ENOMEM;
                 break;
         case FS_HOST:
                 /* Profile none edits the checkout in place: the explicit, local-only opt-out. */
                 if (checkout) {
-                        r = mount_idmapped(checkout, s.workspace, false);
+                        r = mount_idmapped(source_ns, checkout, s.workspace, false);
                         break;
                 }
                 _fallthrough_;
         case FS_OVERLAY:
-                r = stage_overlay(job_dir, checkout, scratch_bytes, &s);
+                r = stage_overlay(job_dir, source_ns, checkout, scratch_bytes, &s);
                 break;
         default:
                 r = -EINVAL;

@@ -16,8 +16,10 @@ typedef struct Stage {
 } Stage;
 
 /* job_dir is this job's private runtime directory (e.g. /run/pond/jobs/ID), created by the caller.
- * checkout may be NULL (an empty workspace). Everything mounted lives below job_dir. */
-int stage_setup(const char *job_dir, const char *checkout, FsPosture fs, uint64_t scratch_bytes, Stage *ret);
+ * checkout may be NULL (an empty workspace); it is the path as the mount namespace source_ns sees it (a
+ * /proc/PID/ns/mnt; NULL: ours), and mounted in ours. Everything mounted lives below job_dir. */
+int stage_setup(const char *job_dir, const char *source_ns, const char *checkout, FsPosture fs, uint64_t scratch_bytes,
+                Stage *ret);
 
 /* Unmounts everything stage_setup() may have mounted below job_dir. Idempotent; safe on partial state. */
 int stage_teardown(const char *job_dir);

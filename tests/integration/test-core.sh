@@ -348,6 +348,12 @@ in_box "$PONDCTL" run --quiet --job-id "$id" --backend "$BACKEND" --profile untr
         >/dev/null 2>&1 &
 runner=$!
 if wait_running "$id"; then
+        # The control for the leftover check: the staging is mounted only in the unit's own mount namespace
+        # (not the host's), and the check, which reads every namespace, finds it there.
+        t_like "the leftover check sees a running job's staging mounts" "mount: $POND_RUN/jobs/$id/workspace" \
+                "$(leftovers "$id")"
+        t_eq "the staging is not mounted in the host's namespace" "" \
+                "$(in_box grep -F "$POND_RUN/jobs/$id" /proc/1/mountinfo)"
         in_box sh -c "kill -9 \$(systemctl show -P MainPID pond-job@$id.service)"
         wait_gone "$id"
         t_clean "nothing left after kill -9 of pond-run" "$id"
@@ -357,6 +363,8 @@ else
 fi
 wait "$runner"
 
-t_eq "no pond mounts at all" "" "$(in_box grep -F "$POND_RUN/jobs" /proc/self/mountinfo)"
+# shellcheck disable=SC2016 # expanded by the box's sh
+t_eq "no pond mounts at all, in any mount namespace" "" \
+        "$(in_box sh -c 'cat /proc/[0-9]*/mountinfo 2>/dev/null | grep -F "$1"' sh "$POND_RUN/jobs")"
 t_eq "no pond scopes at all" "" "$(in_box systemctl list-units --plain --no-legend 'pond-*.scope')"
 done_testing
