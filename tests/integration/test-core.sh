@@ -202,6 +202,17 @@ run_job "$id" --profile untrusted-code-read --checkout "$src" -- sh -c 'cat /wor
 t_like "read job reads the checkout" "keep" "$OUT"
 t_fail "read job cannot write /workspace" test "$RC" = 0
 t_clean "nothing left after a read job" "$id"
+
+# --- profile none edits its checkout in place: the checkout is in /var/tmp, which pond-job@'s own mount
+# namespace replaces (PrivateTmp=), under a root that is read-only there (ProtectSystem=strict); it is
+# staged from the service manager's namespace, where it is the host's and writable
+# (an existing file: under runsc, creating one on the idmapped checkout fails with EOVERFLOW, namespace or not)
+id=$(new_id none)
+run_job "$id" --profile none --checkout "$src" -- sh -c 'cat /workspace/keep && echo made >> /workspace/keep'
+t_eq "profile none job succeeds" 0 "$RC"
+t_like "profile none reads its checkout" "keep" "$OUT"
+t_eq "... and writes it in place, on the host" "$(printf 'keep\nmade')" "$(in_box cat "$src/keep")"
+t_clean "nothing left after a profile none job" "$id"
 in_box rm -rf "$src"
 
 # --- the payload's cgroup and limits; the supervisor stays outside
