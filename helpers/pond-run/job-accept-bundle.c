@@ -15,6 +15,7 @@
 #include "keys.h"
 #include "job.h"
 #include "log.h"
+#include "ns-open.h"
 
 static int load_seal_keys(uint8_t **ret_sk, uint8_t pk[KEY_SEAL_PUBLIC_SIZE]) {
         _cleanup_free_ char *skp = job_worker_key_path("seal.key"), *pkp = job_worker_key_path("seal.pub");
@@ -49,9 +50,10 @@ int job_accept_bundle(Job *j, char **ret_error) {
         r = load_seal_keys(&sk, pk);
         if (r < 0)
                 return error_set(ret_error, r, "bundle: this worker's sealing key is not available");
-        bfd = open(spec->bundle, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
-        if (bfd < 0)
-                return error_set(ret_error, -errno, "bundle: cannot open %s: %s", spec->bundle, strerror(errno));
+        /* A host path, as the service manager's namespace sees it (ours hides /home, /tmp and /var/tmp). */
+        r = ns_open(NS_MANAGER_MNT, spec->bundle, O_RDONLY | O_NOCTTY | O_NOFOLLOW, &bfd);
+        if (r < 0)
+                return error_set(ret_error, r, "bundle: cannot open %s: %s", spec->bundle, strerror(-r));
         /* A leftover from an earlier, interrupted run of this job is never reused. */
         (void) rm_rf_at(AT_FDCWD, dest);
         if (mkdir(dest, 0700) < 0)

@@ -11,6 +11,7 @@
 #include "dirs.h"
 #include "job.h"
 #include "log.h"
+#include "ns-open.h"
 #include "string-util.h"
 
 #define INPUT_DIGEST_CACHE "input-digests.cache"
@@ -53,16 +54,20 @@ void job_input_hash_fix(InputHash *h) {
         h->final = true;
 }
 
-/* dir is the checkout as issued (or NULL: none); immutable when nothing can change it while the job runs. */
-int job_input_hash_start(InputHash *h, const char *spec, size_t spec_len, const char *dir, bool immutable) {
+/* dir is the checkout as issued (or NULL: none), as the mount namespace ns sees it (NULL: ours); immutable
+ * when nothing can change it while the job runs. */
+int job_input_hash_start(InputHash *h, const char *spec, size_t spec_len, const char *ns, const char *dir,
+                         bool immutable) {
+        int r;
+
         if (h->final || h->running)
                 return 0;
         h->spec = spec;
         h->spec_len = spec_len;
         if (dir) {
-                h->checkout_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (h->checkout_fd < 0)
-                        return log_error_errno(errno, "Cannot open the checkout %s: %m", dir);
+                r = ns_open(ns, dir, O_RDONLY | O_DIRECTORY, &h->checkout_fd);
+                if (r < 0)
+                        return log_error_errno(r, "Cannot open the checkout %s: %m", dir);
         }
         if (!immutable) {
                 hash_thread(h);
@@ -90,10 +95,13 @@ static int join(InputHash *h) {
         return h->r < 0 ? h->r : 0;
 }
 
-/* The input of a job that never started hashing: the spec as read, and the checkout as it is now. */
+/* The input of a job that never started hashing: the spec as read, and the checkout as it is now (a host
+ * path: as the service manager's namespace sees it). */
 static void hash_late(InputHash *h, const char *spec, size_t spec_len, const char *checkout) {
-        _cleanup_close_ int fd = checkout ? open(checkout, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -EBADF;
+        _cleanup_close_ int fd = -EBADF;
 
+        if (checkout && ns_open(NS_MANAGER_MNT, checkout, O_RDONLY | O_DIRECTORY, &fd) < 0)
+                fd = -EBADF;
         if (compute(h, spec, spec_len, fd) < 0)
                 h->hex[0] = 0;
         report_cache(h);

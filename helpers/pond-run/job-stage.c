@@ -9,6 +9,7 @@
 #include "fileio.h"
 #include "job.h"
 #include "log.h"
+#include "ns-open.h"
 
 static int stage_workspace(Job *j) {
         const JobInput *in = &j->input;
@@ -16,8 +17,10 @@ static int stage_workspace(Job *j) {
         _cleanup_free_ char *err = NULL;
         int r;
 
-        r = stage_setup(j->paths.run, in->spec->checkout, in->resolved->fs, in->resolved->tmpfs_bytes, job_host_uid(j),
-                        job_host_gid(j), &s->stage);
+        /* The spec's checkout is a host path: as the service manager's namespace sees it, not ours (the unit's own,
+         * where /home, /tmp and /var/tmp are hidden and the rest read-only). */
+        r = stage_setup(j->paths.run, NS_MANAGER_MNT, in->spec->checkout, in->resolved->fs, in->resolved->tmpfs_bytes,
+                        job_host_uid(j), job_host_gid(j), &s->stage);
         if (r < 0)
                 return job_fail(j, log_error_errno(r, "Cannot stage the checkout %s: %m",
                                                    in->spec->checkout ?: "(none)"), "cannot stage the checkout");
@@ -81,8 +84,10 @@ int job_stage(Job *j) {
 int job_stage_hash_input(Job *j) {
         const Stage *st = &j->staging.stage;
 
+        /* The lower view is ours; the checkout itself (in place) is a host path. */
         return job_input_hash_start(&j->input_hash, j->input.spec_buf, j->input.spec_len,
-                                    st->lower ?: j->input.spec->checkout, st->lower || !j->input.spec->checkout);
+                                    st->lower ? NULL : NS_MANAGER_MNT, st->lower ?: j->input.spec->checkout,
+                                    st->lower || !j->input.spec->checkout);
 }
 
 void job_staging_done(JobStaging *s) {

@@ -213,7 +213,8 @@ void job_staging_done(JobStaging *s);
  *    is hashed by a thread while the job runs; one it edits in place (profile none) before it runs; and
  *    the input of a job that never got that far when its result is written. */
 void job_input_hash_fix(InputHash *h);
-int job_input_hash_start(InputHash *h, const char *spec, size_t spec_len, const char *dir, bool immutable);
+int job_input_hash_start(InputHash *h, const char *spec, size_t spec_len, const char *ns, const char *dir,
+                         bool immutable);
 /* *ret_hex is NULL when there is no hash; an error only when the thread's hashing failed. */
 int job_input_hash_result(InputHash *h, const char *spec, size_t spec_len, const char *checkout,
                           const char **ret_hex);

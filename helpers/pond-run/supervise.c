@@ -7,6 +7,7 @@
 #include <string.h>
 #include <systemd/sd-daemon.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "caps.h"
 #include "fileio.h"
@@ -130,6 +131,20 @@ static bool result_exists(const JobPaths *paths) {
         return asprintf(&p, "%s/%s/%s", paths->results, paths->id, RESULT_JSON_FILE) >= 0 && access(p, F_OK) == 0;
 }
 
+/* systemd 252 (and later, systemd issue 32583) gives ExecStopPost= no credentials when the unit has a mount
+ * namespace of its own, as pond-job@ does: $CREDENTIALS_DIRECTORY is set, the directory is not there. The
+ * cleanup then reads the signing key from the key directory itself, as run by hand (key_load_secret() checks
+ * its owner and mode), rather than leave a dead supervisor's job without a signed result. */
+static void drop_absent_credentials(void) {
+        const char *creds = getenv("CREDENTIALS_DIRECTORY");
+
+        if (!creds || access(creds, F_OK) == 0)
+                return;
+        log_debug("No credentials at %s (ExecStopPost= of a unit with a mount namespace): reading the key "
+                  "directory.", creds);
+        (void) unsetenv("CREDENTIALS_DIRECTORY");
+}
+
 int supervise_cleanup(const char *job_id) {
         _cleanup_(job_done) Job j = JOB_NULL;
         _cleanup_close_ int results_fd = -EBADF;
@@ -138,6 +153,7 @@ int supervise_cleanup(const char *job_id) {
         r = job_init(&j, job_id);
         if (r < 0)
                 return log_error_errno(r, "Invalid job id '%s'.", job_id);
+        drop_absent_credentials();
         r = sd_bus_open_system(&j.bus);
         if (r < 0)
                 ret = log_error_errno(r, "Cannot connect to the system bus to stop %s: %m", j.paths.scope);

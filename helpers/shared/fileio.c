@@ -108,6 +108,84 @@ int readlinkat_malloc(int dirfd, const char *name, char **ret) {
         return *ret ? 0 : -ENOMEM;
 }
 
+static int mount_id(int fd, uint64_t *ret) {
+        struct statx stx;
+
+        if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &stx) < 0)
+                return -errno;
+        if (!(stx.stx_mask & STATX_MNT_ID))
+                return -EOPNOTSUPP;
+        *ret = stx.stx_mnt_id;
+        return 0;
+}
+
+/* fd (a fresh open) on the mount of root_mnt: fd then, else closed and -EXDEV, as RESOLVE_NO_XDEV. */
+static int on_mount(int fd, uint64_t root_mnt) {
+        uint64_t mnt;
+        int r = mount_id(fd, &mnt);
+
+        if (r >= 0 && mnt != root_mnt)
+                r = -EXDEV;
+        if (r < 0) {
+                safe_close(fd);
+                return r;
+        }
+        return fd;
+}
+
+int openat_beneath_walk(int dirfd, const char *path, int flags, mode_t mode) {
+        _cleanup_free_ char *copy = NULL;
+        _cleanup_close_ int cur = -EBADF;
+        const char *last = ".";
+        char *save = NULL;
+        uint64_t root_mnt;
+        int fd, r;
+
+        if (path[0] == '/')
+                return -EXDEV;
+        if (!path[0])
+                return -ENOENT;
+        copy = strdup(path);
+        if (!copy)
+                return -ENOMEM;
+        cur = openat(dirfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (cur < 0)
+                return -errno;
+        r = mount_id(cur, &root_mnt);
+        if (r < 0)
+                return r;
+        for (char *c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+                if (streq(c, "."))
+                        continue;
+                if (streq(c, ".."))
+                        return -EXDEV;  /* openat2() allows one that stays beneath; no caller needs it */
+                if (!streq(last, ".")) {
+                        /* last is a directory on the way: never a symlink, never another mount */
+                        fd = openat(cur, last, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        if (fd < 0) {
+                                struct stat st;
+
+                                r = -errno;
+                                return r == -ENOTDIR && fstatat(cur, last, &st, AT_SYMLINK_NOFOLLOW) >= 0 &&
+                                       S_ISLNK(st.st_mode) ? -ELOOP : r;
+                        }
+                        fd = on_mount(fd, root_mnt);
+                        if (fd < 0)
+                                return fd;
+                        safe_close(cur);
+                        cur = fd;
+                }
+                last = c;
+        }
+        /* The last component as openat2() opens it: O_NOFOLLOW (a symlink: ELOOP, or with O_PATH the link) */
+        if (!(flags & O_PATH))
+                flags |= O_NOCTTY | O_NONBLOCK;
+        fd = openat(cur, last, flags | O_CLOEXEC | O_NOFOLLOW, (flags & (O_CREAT | __O_TMPFILE)) ? mode : 0);
+        if (fd < 0)
+                return -errno;
+        return on_mount(fd, root_mnt);
+}
+
 int openat_beneath(int dirfd, const char *path, int flags, mode_t mode) {
         struct open_how how = {
                 .flags = (uint64_t) (flags | O_CLOEXEC | O_NOFOLLOW),
@@ -121,6 +199,8 @@ int openat_beneath(int dirfd, const char *path, int flags, mode_t mode) {
                 how.flags |= O_NOCTTY | O_NONBLOCK;
 
         long fd = syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+        if (fd < 0 && errno == ENOSYS)
+                return openat_beneath_walk(dirfd, path, flags, mode);
         if (fd < 0)
                 return negative_errno();
         return (int) fd;

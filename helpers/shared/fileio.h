@@ -32,6 +32,14 @@ int readlinkat_malloc(int dirfd, const char *name, char **ret);
  * With O_PATH a trailing symlink yields an fd to the link itself. Returns the fd or -errno. */
 int openat_beneath(int dirfd, const char *path, int flags, mode_t mode);
 
+/* The same without openat2(), which openat_beneath() falls back to when openat2() says ENOSYS: a seccomp
+ * filter that cannot look into struct open_how answers so (systemd's RestrictSUIDSGID=, which pond-job@
+ * sets). One component at a time, each opened O_PATH|O_NOFOLLOW below the one before and checked to be on
+ * dirfd's mount; refuses what openat2() refuses, with its errors: an absolute path (EXDEV), a symlink on
+ * the way (ELOOP), another mount (EXDEV); and any ".." (EXDEV), which openat2() allows when it stays
+ * beneath. */
+int openat_beneath_walk(int dirfd, const char *path, int flags, mode_t mode);
+
 /* A directory stream of its own on the directory dirfd refers to (a fresh open of ".", so reading it
  * moves no offset of dirfd's); dirfd stays the caller's. */
 int opendir_fd(int dirfd, DIR **ret);

@@ -7,25 +7,40 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include "fileio.h"
 #include "log.h"
+#include "ns-open.h"
 #include "stage.h"
 #include "userns.h"
 
-/* Clones the checkout's mount (not its submounts), idmapped so that its owner is the job user (host ids
- * job_uid/job_gid), and attaches it at target. */
-static int mount_checkout(const char *src, const char *target, bool readonly, uid_t job_uid, gid_t job_gid) {
-        _cleanup_close_ int userns = -EBADF;
+/* Clones the checkout's mount (not its submounts) as source_ns sees it, idmapped so that its owner is the job
+ * user (host ids job_uid/job_gid), and attaches it at target (in our namespace: a detached clone goes
+ * anywhere). */
+static int mount_checkout(const char *source_ns, const char *src, const char *target, bool readonly, uid_t job_uid,
+                          gid_t job_gid) {
+        _cleanup_close_ int tree = -EBADF, userns = -EBADF;
         struct stat st;
         int r;
 
-        if (stat(src, &st) < 0)
+        r = ns_open_tree(source_ns, src, OPEN_TREE_CLONE, &tree);
+        if (r < 0)
+                return log_debug_errno(r, "open_tree(%s) failed: %m", src);
+        if (fstat(tree, &st) < 0)
                 return log_debug_errno(errno, "Cannot stat checkout %s: %m", src);
+        if (!S_ISDIR(st.st_mode))
+                return log_debug_errno(ENOTDIR, "Checkout %s is not a directory", src);
         r = userns_map_one(st.st_uid, st.st_gid, job_uid, job_gid, &userns);
         if (r < 0)
                 return log_debug_errno(r, "Cannot create the idmapping user namespace: %m");
-        return idmap_mount(src, target, userns, readonly ? IDMAP_RDONLY : 0);
+        r = idmap_tree(tree, userns, readonly ? IDMAP_RDONLY : 0);
+        if (r < 0)
+                return log_debug_errno(r, "Cannot idmap the checkout %s (does its file system support idmapped "
+                                       "mounts?): %m", src);
+        if (syscall(SYS_move_mount, tree, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                return log_debug_errno(errno, "move_mount to %s failed: %m", target);
+        return 0;
 }
 
 static int mkdir_owned(const char *path, uid_t uid, gid_t gid, mode_t mode) {
@@ -71,8 +86,8 @@ static int mount_scratch(const char *job_dir, uint64_t bytes, uid_t job_uid, gid
         return 0;
 }
 
-static int stage_overlay(const char *job_dir, const char *checkout, uint64_t scratch_bytes, uid_t job_uid,
-                         gid_t job_gid, Stage *s) {
+static int stage_overlay(const char *job_dir, const char *source_ns, const char *checkout, uint64_t scratch_bytes,
+                         uid_t job_uid, gid_t job_gid, Stage *s) {
         _cleanup_free_ char *work = NULL, *opts = NULL;
         int r;
 
@@ -82,7 +97,7 @@ static int stage_overlay(const char *job_dir, const char *checkout, uint64_t scr
         if (mkdir(s->lower, 0755) < 0 && errno != EEXIST)
                 return -errno;
         if (checkout) {
-                r = mount_checkout(checkout, s->lower, true, job_uid, job_gid);
+                r = mount_checkout(source_ns, checkout, s->lower, true, job_uid, job_gid);
                 if (r < 0)
                         return r;
         }
@@ -97,8 +112,8 @@ static int stage_overlay(const char *job_dir, const char *checkout, uint64_t scr
         return 0;
 }
 
-int stage_setup(const char *job_dir, const char *checkout, FsPosture fs, uint64_t scratch_bytes, uid_t job_uid,
-                gid_t job_gid, Stage *ret) {
+int stage_setup(const char *job_dir, const char *source_ns, const char *checkout, FsPosture fs, uint64_t scratch_bytes,
+                uid_t job_uid, gid_t job_gid, Stage *ret) {
         Stage s = {};
         int r;
 
@@ -114,19 +129,19 @@ int stage_setup(const char *job_dir, const char *checkout, FsPosture fs, uint64_
         switch (fs) {
         case FS_READONLY:
                 s.readonly = true;
-                r = checkout ? mount_checkout(checkout, s.workspace, true, job_uid, job_gid) : 0;
+                r = checkout ? mount_checkout(source_ns, checkout, s.workspace, true, job_uid, job_gid) : 0;
                 if (r >= 0 && checkout && !(s.lower = strdup(s.workspace)))
                         r = -ENOMEM;
                 break;
         case FS_HOST:
                 /* Profile none edits the checkout in place: the explicit, local-only opt-out. */
                 if (checkout) {
-                        r = mount_checkout(checkout, s.workspace, false, job_uid, job_gid);
+                        r = mount_checkout(source_ns, checkout, s.workspace, false, job_uid, job_gid);
                         break;
                 }
                 _fallthrough_;
         case FS_OVERLAY:
-                r = stage_overlay(job_dir, checkout, scratch_bytes, job_uid, job_gid, &s);
+                r = stage_overlay(job_dir, source_ns, checkout, scratch_bytes, job_uid, job_gid, &s);
                 break;
         default:
                 r = -EINVAL;

@@ -17,11 +17,12 @@ typedef struct Stage {
 } Stage;
 
 /* job_dir is this job's private runtime directory (e.g. /run/pond/jobs/ID), created by the caller.
- * checkout may be NULL (an empty workspace). Everything mounted lives below job_dir. job_uid/job_gid are the
- * job user's ids on the host (JOB_UID/JOB_GID, or its id in the job's own uid range): the checkout's
+ * checkout may be NULL (an empty workspace); it is the path as the mount namespace source_ns sees it (a
+ * /proc/PID/ns/mnt; NULL: ours), and mounted in ours. Everything mounted lives below job_dir. job_uid/job_gid
+ * are the job user's ids on the host (JOB_UID/JOB_GID, or its id in the job's own uid range): the checkout's
  * owner appears as them, and the overlay's top is theirs. */
-int stage_setup(const char *job_dir, const char *checkout, FsPosture fs, uint64_t scratch_bytes, uid_t job_uid,
-                gid_t job_gid, Stage *ret);
+int stage_setup(const char *job_dir, const char *source_ns, const char *checkout, FsPosture fs, uint64_t scratch_bytes,
+                uid_t job_uid, gid_t job_gid, Stage *ret);
 
 /* Unmounts everything stage_setup() may have mounted below job_dir. Idempotent; safe on partial state. */
 int stage_teardown(const char *job_dir);

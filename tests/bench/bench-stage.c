@@ -51,7 +51,7 @@ int main(int argc, char *argv[]) {
         for (unsigned i = 0; i < rounds; i++) {
                 Stage s = {};
                 uint64_t t0 = bench_now_ns();
-                r = stage_setup(job_dir, dir, FS_OVERLAY, 2ULL << 30, JOB_UID, JOB_GID, &s);
+                r = stage_setup(job_dir, NULL, dir, FS_OVERLAY, 2ULL << 30, JOB_UID, JOB_GID, &s);
                 if (r < 0)
                         return fprintf(stderr, "stage_setup: %s\n", strerror(-r)), 1;
                 r = stage_teardown(job_dir);

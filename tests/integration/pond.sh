@@ -36,9 +36,15 @@ result_field() {
 # shellcheck disable=SC2016 # expanded by the box's sh, not here
 _leftovers_sh='
 id=$1 run=$2
-while read -r _ _ _ _ mp _; do
-        case $mp in "$run/jobs/$id" | "$run/jobs/$id"/*) echo "mount: $mp" ;; esac
-done </proc/self/mountinfo
+# Every mount namespace, not only ours: pond-job@ has one of its own (PrivateMounts= and friends), where the
+# staging lives; a process left in it would keep it, invisible from here. A process that exits meanwhile
+# takes its namespace view with it (no file to read: skipped).
+for f in /proc/[0-9]*/mountinfo; do
+        m=$(cat "$f" 2>/dev/null) || continue
+        printf "%s\n" "$m" | while read -r _ _ _ _ mp _; do
+                case $mp in "$run/jobs/$id" | "$run/jobs/$id"/*) echo "mount: $mp" ;; esac
+        done
+done | sort -u
 for d in "$run/jobs/$id" "$run/egress/$id" "$run/broker/$id" "/run/pond-egress/$id" "/run/pond-broker/$id"; do
         [ ! -e "$d" ] || echo "directory: $d"
 done
@@ -66,8 +72,8 @@ for r in $roots; do
 done
 echo checked'
 
-# leftovers ID: prints whatever job ID left behind (empty when clean): mounts, directories of the job and
-# its sidecars, the address lease, runtime state, units, the scope and its cgroups
+# leftovers ID: prints whatever job ID left behind (empty when clean): mounts (in any mount namespace),
+# directories of the job and its sidecars, the address lease, runtime state, units, the scope and its cgroups
 leftovers() {
         local out rc
         out=$(in_box sh -c "$_leftovers_sh" sh "$1" "$POND_RUN" 2>&1)
@@ -135,8 +141,12 @@ done
 ls -A /run/pond/runtime 2>/dev/null | sed "s|^|runtime: |"
 ls -A /var/lib/pond/results | grep "^\." | sed "s|^|staging: |"
 ls -d /tmp/pond-runsc-probe.* 2>/dev/null
-while read -r _ _ _ _ mp _; do case $mp in /run/pond/*|/var/lib/pond/*) echo "mount: $mp" ;; esac; done \
-        </proc/self/mountinfo
+for f in /proc/[0-9]*/mountinfo; do
+        m=$(cat "$f" 2>/dev/null) || continue
+        printf "%s\n" "$m" | while read -r _ _ _ _ mp _; do
+                case $mp in /run/pond/*|/var/lib/pond/*|/run/netns/pond-*) echo "mount: $mp" ;; esac
+        done
+done | sort -u
 ls /run/netns 2>/dev/null | grep "^pond-" | sed "s|^|netns: |"
 ip -br link | grep "^pv" | cut -d" " -f1 | sed "s|^|veth: |"
 nft list tables | grep pond_ | sed "s|^|nft: |"

@@ -202,6 +202,17 @@ run_job "$id" --profile untrusted-code-read --checkout "$src" -- sh -c 'cat /wor
 t_like "read job reads the checkout" "keep" "$OUT"
 t_fail "read job cannot write /workspace" test "$RC" = 0
 t_clean "nothing left after a read job" "$id"
+
+# --- profile none edits its checkout in place: the checkout is in /var/tmp, which pond-job@'s own mount
+# namespace replaces (PrivateTmp=), under a root that is read-only there (ProtectSystem=strict); it is
+# staged from the service manager's namespace, where it is the host's and writable
+# (an existing file: under runsc, creating one on the idmapped checkout fails with EOVERFLOW, namespace or not)
+id=$(new_id none)
+run_job "$id" --profile none --checkout "$src" -- sh -c 'cat /workspace/keep && echo made >> /workspace/keep'
+t_eq "profile none job succeeds" 0 "$RC"
+t_like "profile none reads its checkout" "keep" "$OUT"
+t_eq "... and writes it in place, on the host" "$(printf 'keep\nmade')" "$(in_box cat "$src/keep")"
+t_clean "nothing left after a profile none job" "$id"
 in_box rm -rf "$src"
 
 # --- the payload's cgroup and limits; the supervisor stays outside
@@ -384,6 +395,12 @@ in_box "$PONDCTL" run --quiet --job-id "$id" --backend "$BACKEND" --profile untr
         >/dev/null 2>&1 &
 runner=$!
 if wait_running "$id"; then
+        # The control for the leftover check: the staging is mounted only in the unit's own mount namespace
+        # (not the host's), and the check, which reads every namespace, finds it there.
+        t_like "the leftover check sees a running job's staging mounts" "mount: $POND_RUN/jobs/$id/workspace" \
+                "$(leftovers "$id")"
+        t_eq "the staging is not mounted in the host's namespace" "" \
+                "$(in_box grep -F "$POND_RUN/jobs/$id" /proc/1/mountinfo)"
         in_box sh -c "kill -9 \$(systemctl show -P MainPID pond-job@$id.service)"
         wait_gone "$id"
         t_clean "nothing left after kill -9 of pond-run" "$id"
@@ -393,6 +410,8 @@ else
 fi
 wait "$runner"
 
-t_eq "no pond mounts at all" "" "$(in_box grep -F "$POND_RUN/jobs" /proc/self/mountinfo)"
+# shellcheck disable=SC2016 # expanded by the box's sh
+t_eq "no pond mounts at all, in any mount namespace" "" \
+        "$(in_box sh -c 'cat /proc/[0-9]*/mountinfo 2>/dev/null | grep -F "$1"' sh "$POND_RUN/jobs")"
 t_eq "no pond scopes at all" "" "$(in_box systemctl list-units --plain --no-legend 'pond-*.scope')"
 done_testing

@@ -112,8 +112,10 @@ in_box "$PONDCTL" run --quiet --job-id "$id" --backend "$BACKEND" --profile untr
         -- sleep 60 >/dev/null 2>&1 &
 runner=$!
 if wait_running "$id"; then
+        # In the supervisor's mount namespace (pond-job@ has one of its own), not the host's.
         t_like "the overlay is mounted while the job runs" "pond-image" \
-                "$(in_box grep -F "$POND_RUN/jobs/$id/rootfs" /proc/self/mountinfo)"
+                "$(in_box sh -c "grep -F $POND_RUN/jobs/$id/rootfs \
+                        /proc/\$(systemctl show -P MainPID pond-job@$id.service)/mountinfo")"
         in_box sh -c "kill -9 \$(systemctl show -P MainPID pond-job@$id.service)"
         wait_gone "$id"
         t_clean "nothing left after kill -9 of pond-run on an image (--cleanup unmounts it)" "$id"

@@ -227,7 +227,7 @@ static uid_t owner_of(const char *dir, const char *name) {
 TEST_F(stage, unknown_posture_refused) {
         Stage s = { .workspace = (char *) "untouched" };
 
-        ASSERT_ERROR(EINVAL, stage_setup(self->job, NULL, _FS_POSTURE_MAX, 1 << 20, JOB_UID, JOB_GID, &s));
+        ASSERT_ERROR(EINVAL, stage_setup(self->job, NULL, NULL, _FS_POSTURE_MAX, 1 << 20, JOB_UID, JOB_GID, &s));
         ASSERT_STREQ("untouched", s.workspace);
         ASSERT_EQ(0, mounts_below(self->job));
 }
@@ -236,7 +236,7 @@ TEST_F(stage, readonly_without_checkout_is_an_empty_workspace) {
         Stage s = {};
         struct stat st;
 
-        ASSERT_OK(stage_setup(self->job, NULL, FS_READONLY, 1 << 20, JOB_UID, JOB_GID, &s));
+        ASSERT_OK(stage_setup(self->job, NULL, NULL, FS_READONLY, 1 << 20, JOB_UID, JOB_GID, &s));
         ASSERT_TRUE(s.readonly);
         ASSERT_TRUE(s.lower == NULL && s.upper == NULL);
         ASSERT_TRUE(s.workspace && strncmp(s.workspace, self->job, strlen(self->job)) == 0);
@@ -254,8 +254,8 @@ TEST_F(stage, missing_checkout_refused) {
         Stage s = {};
 
         snprintf(missing, sizeof missing, "%s/nonexistent", self->dir);
-        ASSERT_ERROR(ENOENT, stage_setup(self->job, missing, FS_READONLY, 1 << 20, JOB_UID, JOB_GID, &s));
-        ASSERT_ERROR(ENOENT, stage_setup(self->job, missing, FS_OVERLAY, 1 << 20, JOB_UID, JOB_GID, &s));
+        ASSERT_ERROR(ENOENT, stage_setup(self->job, NULL, missing, FS_READONLY, 1 << 20, JOB_UID, JOB_GID, &s));
+        ASSERT_ERROR(ENOENT, stage_setup(self->job, NULL, missing, FS_OVERLAY, 1 << 20, JOB_UID, JOB_GID, &s));
         ASSERT_TRUE(s.workspace == NULL);
         ASSERT_EQ(0, mounts_below(self->job));
 }
@@ -265,8 +265,8 @@ TEST_F(stage, checkout_that_is_a_file_refused) {
         Stage s = {};
 
         snprintf(file, sizeof file, "%s/a.txt", self->checkout);
-        ASSERT_ERROR(ENOTDIR, stage_setup(self->job, file, FS_READONLY, 1 << 20, JOB_UID, JOB_GID, &s));
-        ASSERT_ERROR(ENOTDIR, stage_setup(self->job, file, FS_HOST, 1 << 20, JOB_UID, JOB_GID, &s));
+        ASSERT_ERROR(ENOTDIR, stage_setup(self->job, NULL, file, FS_READONLY, 1 << 20, JOB_UID, JOB_GID, &s));
+        ASSERT_ERROR(ENOTDIR, stage_setup(self->job, NULL, file, FS_HOST, 1 << 20, JOB_UID, JOB_GID, &s));
         ASSERT_EQ(0, mounts_below(self->job));
         ASSERT_CHECKOUT_UNCHANGED();
 }
@@ -287,7 +287,7 @@ TEST_F(stage, readonly) {
         Stage s = {};
 
         NEEDS_ROOT(IDMAP);
-        ASSERT_OK(stage_setup(self->job, self->checkout, FS_READONLY, 1 << 20, JOB_UID, JOB_GID, &s));
+        ASSERT_OK(stage_setup(self->job, NULL, self->checkout, FS_READONLY, 1 << 20, JOB_UID, JOB_GID, &s));
         ASSERT_TRUE(s.readonly);
         ASSERT_STREQ(s.workspace, s.lower);
         ASSERT_TRUE(s.upper == NULL);
@@ -349,7 +349,7 @@ TEST_F(stage, overlay_writes_land_in_the_upper_layer) {
         Stage s = {};
 
         NEEDS_ROOT(IDMAP);
-        ASSERT_OK(stage_setup(self->job, self->checkout, FS_OVERLAY, 8 << 20, JOB_UID, JOB_GID, &s));
+        ASSERT_OK(stage_setup(self->job, NULL, self->checkout, FS_OVERLAY, 8 << 20, JOB_UID, JOB_GID, &s));
         ASSERT_FALSE(s.readonly);
         ASSERT_TRUE(s.lower && s.upper);
         ASSERT_EQ(3, mounts_below(self->job)); /* lower, scratch, workspace */
@@ -382,7 +382,7 @@ TEST_F(stage, overlay_scratch_is_capped) {
         int fd, err = 0;
 
         NEEDS_ROOT(IDMAP);
-        ASSERT_OK(stage_setup(self->job, self->checkout, FS_OVERLAY, 1 << 20, JOB_UID, JOB_GID, &s));
+        ASSERT_OK(stage_setup(self->job, NULL, self->checkout, FS_OVERLAY, 1 << 20, JOB_UID, JOB_GID, &s));
         snprintf(p, sizeof p, "%s/big", s.workspace);
         fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
         ASSERT_TRUE(fd >= 0);
@@ -403,7 +403,7 @@ TEST_F(stage, overlay_without_checkout) {
         Stage s = {};
 
         NEEDS_ROOT("the upper directory is given to the job user, who has no uid in a user namespace");
-        ASSERT_OK(stage_setup(self->job, NULL, FS_OVERLAY, 1 << 20, JOB_UID, JOB_GID, &s));
+        ASSERT_OK(stage_setup(self->job, NULL, NULL, FS_OVERLAY, 1 << 20, JOB_UID, JOB_GID, &s));
         ASSERT_TRUE(s.lower && s.upper);
         ASSERT_EQ(2, mounts_below(self->job)); /* scratch, workspace */
         ASSERT_OK(write_text(s.workspace, "f", "x"));
@@ -420,7 +420,7 @@ TEST_F(stage, host_edits_in_place) {
         Stage s = {};
 
         NEEDS_ROOT(IDMAP);
-        ASSERT_OK(stage_setup(self->job, self->checkout, FS_HOST, 1 << 20, JOB_UID, JOB_GID, &s));
+        ASSERT_OK(stage_setup(self->job, NULL, self->checkout, FS_HOST, 1 << 20, JOB_UID, JOB_GID, &s));
         ASSERT_FALSE(s.readonly);
         ASSERT_TRUE(s.upper == NULL);
         ASSERT_EQ(JOB_UID, owner_of(s.workspace, "a.txt"));
@@ -444,7 +444,7 @@ TEST_F(stage, failed_setup_leaves_no_mount) {
 
         NEEDS_ROOT(IDMAP);
         ASSERT_OK(write_text(self->job, "scratch", "in the way\n"));
-        ASSERT_TRUE(stage_setup(self->job, self->checkout, FS_OVERLAY, 1 << 20, JOB_UID, JOB_GID, &s) < 0);
+        ASSERT_TRUE(stage_setup(self->job, NULL, self->checkout, FS_OVERLAY, 1 << 20, JOB_UID, JOB_GID, &s) < 0);
         ASSERT_STREQ("untouched", s.workspace);
         ASSERT_EQ(0, mounts_below(self->job));
         ASSERT_CHECKOUT_UNCHANGED();

@@ -10,6 +10,7 @@
 #include <netlink/route/link/veth.h>
 #include <sched.h>
 #include <string.h>
+#include <sys/mount.h>
 
 #include "fileio.h"
 #include "log.h"
@@ -90,8 +91,18 @@ static void ipv6_off(const char *ifname) {
                 (void) write_all(fd, "1", 1);
 }
 
-/* Inside the job's namespace (a forked child that setns()es): eth0's address, eth0 and lo up. */
-static int configure_inside(const char *netns_path, const NetLease *lease) {
+/* /proc/sys as a procfs of the child's own: the unit's is read-only (ProtectKernelTunables=, or a container's
+ * /proc/sys), and a new instance's is not. In a mount namespace of the child's own, which dies with it. No
+ * /proc/sys: the writes fail as they did there, and nftables still drops every IPv6 packet on the veth. */
+static void fresh_proc(void) {
+        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0 ||
+            mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+                log_debug_errno(errno, "Cannot mount a procfs of our own for the IPv6 switches: %m");
+}
+
+/* The host end's IPv6 switch, then inside the job's namespace (setns()): eth0's, eth0's address, eth0 and
+ * lo up. In a forked child: its namespaces are its own. */
+static int configure_inside(const char *netns_path, const char *host_ifname, const NetLease *lease) {
         _cleanup_(sigkill_waitp) PidRef child = PIDREF_NULL;
         siginfo_t si;
         int r;
@@ -101,7 +112,11 @@ static int configure_inside(const char *netns_path, const NetLease *lease) {
                 return r;
         if (r == 0) {
                 _cleanup_(nl_socket_freep) struct nl_sock *s = NULL;
-                int fd = open(netns_path, O_RDONLY | O_CLOEXEC);
+                int fd;
+
+                fresh_proc();
+                ipv6_off(host_ifname);
+                fd = open(netns_path, O_RDONLY | O_CLOEXEC);
                 if (fd < 0 || setns(fd, CLONE_NEWNET) < 0 || route_socket(&s) < 0)
                         _exit(1);
                 ipv6_off("eth0");
@@ -140,12 +155,12 @@ int veth_setup(const char *netns_path, const char *host_ifname, const NetLease *
         rtnl_link_put(peer);
         if (r < 0)
                 return log_debug_errno(nl_errno(r), "Cannot create veth %s: %s", host_ifname, nl_geterror(r));
-        ipv6_off(host_ifname);
-        r = addr_add(s, host_ifname, lease->host_addr);
+        /* First: the host end's IPv6 goes off before the end is up. */
+        r = configure_inside(netns_path, host_ifname, lease);
+        if (r >= 0)
+                r = addr_add(s, host_ifname, lease->host_addr);
         if (r >= 0)
                 r = link_up(s, host_ifname);
-        if (r >= 0)
-                r = configure_inside(netns_path, lease);
         if (r < 0) {
                 (void) veth_remove(host_ifname);
                 return log_debug_errno(r, "Cannot configure veth %s: %m", host_ifname);

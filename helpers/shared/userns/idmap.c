@@ -11,14 +11,20 @@
 #include "macro.h"
 #include "userns.h"
 
-int idmap_clone(const char *src, int userns_fd, unsigned flags, int *ret_tree_fd) {
-        _cleanup_close_ int tree = -EBADF;
+int idmap_tree(int tree_fd, int userns_fd, unsigned flags) {
         struct mount_attr attr = {
                 .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
                             (flags & IDMAP_RDONLY ? MOUNT_ATTR_RDONLY : 0) | (flags & IDMAP_NOEXEC ? MOUNT_ATTR_NOEXEC : 0),
                 .userns_fd = (uint64_t) userns_fd,
         };
+
+        return syscall(SYS_mount_setattr, tree_fd, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0 ? -errno : 0;
+}
+
+int idmap_clone(const char *src, int userns_fd, unsigned flags, int *ret_tree_fd) {
+        _cleanup_close_ int tree = -EBADF;
         struct stat st;
+        int r;
 
         if (stat(src, &st) < 0)
                 return log_debug_errno(errno, "Cannot stat %s: %m", src);
@@ -27,9 +33,9 @@ int idmap_clone(const char *src, int userns_fd, unsigned flags, int *ret_tree_fd
         tree = (int) syscall(SYS_open_tree, AT_FDCWD, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
         if (tree < 0)
                 return log_debug_errno(errno, "open_tree(%s) failed: %m", src);
-        if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0)
-                return log_debug_errno(errno, "Cannot idmap %s (does its file system support idmapped mounts?): %m",
-                                       src);
+        r = idmap_tree(tree, userns_fd, flags);
+        if (r < 0)
+                return log_debug_errno(r, "Cannot idmap %s (does its file system support idmapped mounts?): %m", src);
         *ret_tree_fd = TAKE_FD(tree);
         return 0;
 }

@@ -52,6 +52,8 @@ enum {
         IDMAP_RDONLY = 1 << 0,
         IDMAP_NOEXEC = 1 << 1,
 };
+/* Idmaps the detached tree tree_fd (from open_tree(OPEN_TREE_CLONE)) through userns_fd, nosuid and nodev. */
+int idmap_tree(int tree_fd, int userns_fd, unsigned flags);
 /* A detached clone of the mount at src (not its submounts), idmapped through userns_fd, nosuid and nodev
  * always: an fd of the new tree (an overlay takes it as /proc/self/fd/N in lowerdir). */
 int idmap_clone(const char *src, int userns_fd, unsigned flags, int *ret_tree_fd);
