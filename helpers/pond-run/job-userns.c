@@ -62,7 +62,8 @@ int job_userns(Job *j) {
                 return r;
         r = uid_lease_acquire(dir, j->paths.id, &u->range);
         if (r == -EBUSY)
-                return job_fail(j, log_error_errno(r, "Cannot lease a host uid range: all %u are in use.", UID_POOL_SLOTS),
+                return job_fail(j, log_error_errno(r, "Cannot lease a host uid range: all %u are in use.",
+                                                   UID_POOL_SLOTS),
                                 "no host uid range is free (all %u are in use)", UID_POOL_SLOTS);
         if (r < 0)
                 return job_fail(j, log_error_errno(r, "Cannot lease a host uid range: %m"),

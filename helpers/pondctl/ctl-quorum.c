@@ -151,7 +151,8 @@ int ctl_verb_quorum(int argc, char *argv[]) {
         n = (size_t) (argc - optind);
         dirs = argv + optind;
         if (!pubkey || n < 2)
-                return ctl_fail(CTL_EXIT_USAGE, "Usage: pondctl quorum --pubkey FILE [--min N] RESULT_DIR RESULT_DIR...");
+                return ctl_fail(CTL_EXIT_USAGE,
+                                "Usage: pondctl quorum --pubkey FILE [--min N] RESULT_DIR RESULT_DIR...");
         if (min > n)
                 return ctl_fail(CTL_EXIT_USAGE, "--min %lu: only %zu results given.", min, n);
         if (ctl_load_public_key(pubkey, pk) < 0)

@@ -386,7 +386,8 @@ int image_idmap_root(ImageLayout *l, const char *job_dir, int userns_fd, char **
         if (r >= 0 && l->etc)
                 r = idmap_mount(l->etc, etc, userns_fd, IDMAP_RDONLY | IDMAP_NOEXEC);
         if (r < 0)
-                return fail(ret_error, -r, "cannot map the root %s to the job's uid range: %s", l->rootfs, strerror(-r));
+                return fail(ret_error, -r, "cannot map the root %s to the job's uid range: %s", l->rootfs,
+                            strerror(-r));
         free(l->rootfs);
         l->rootfs = TAKE_PTR(root);
         free(l->host_usr);

@@ -51,6 +51,6 @@ int image_make_mount_points(int rootfd);
 int image_etc_populate(int etcfd);
 
 /* Unmounts job_dir/root and job_dir/rootfs where they are mounts (an idmapped root, a store image's
- * overlay), then removes job_dir/root, job_dir/rootfs, job_dir/etc and job_dir/image-top if present: never follows symlinks, never descends into another mount
- * (-EBUSY then). Idempotent. */
+ * overlay), then removes job_dir/root, job_dir/rootfs, job_dir/etc and job_dir/image-top if present: never
+ * follows symlinks, never descends into another mount (-EBUSY then). Idempotent. */
 int image_cleanup(const char *job_dir);

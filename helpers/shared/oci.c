@@ -444,7 +444,8 @@ static int check_inputs(const ResolvedPolicy *r, const JobSpec *spec, json_objec
         if (!paths->rootfs || !paths->cgroups_path || strstr(paths->cgroups_path, ".."))
                 return -EINVAL;
         /* a range of its own: never uid 0 on the host, and JOB_UID inside it */
-        if (paths->userns && (paths->userns_base == 0 || paths->userns_size <= JOB_UID || paths->userns_size <= JOB_GID))
+        if (paths->userns &&
+            (paths->userns_base == 0 || paths->userns_size <= JOB_UID || paths->userns_size <= JOB_GID))
                 return -EINVAL;
         return 0;
 }

@@ -14,7 +14,8 @@
 int idmap_tree(int tree_fd, int userns_fd, unsigned flags) {
         struct mount_attr attr = {
                 .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
-                            (flags & IDMAP_RDONLY ? MOUNT_ATTR_RDONLY : 0) | (flags & IDMAP_NOEXEC ? MOUNT_ATTR_NOEXEC : 0),
+                            (flags & IDMAP_RDONLY ? MOUNT_ATTR_RDONLY : 0) |
+                            (flags & IDMAP_NOEXEC ? MOUNT_ATTR_NOEXEC : 0),
                 .userns_fd = (uint64_t) userns_fd,
         };
 
