@@ -203,7 +203,8 @@ gid_t job_host_gid(const Job *j);
 int job_userns_remove(Job *j);
 int job_userns_release(Job *j);
 void job_userns_done(JobUserns *u);
-int job_stage(Job *j);
+int job_stage(Job *j);                 /* the bus, the directories, the uid range: before the network */
+int job_stage_workspace(Job *j);       /* /workspace and the root: after it (the sidecars start meanwhile) */
 int job_stage_hash_input(Job *j);
 void job_staging_done(JobStaging *s);
 
@@ -229,6 +230,9 @@ int job_sidecars_configure(Job *j, char **ret_error);
 int job_sidecars_write(Job *j);
 int job_sidecars_start(Job *j);
 int job_sidecars_wait(Job *j);
+/* Queues the stop of every sidecar that is up, without waiting: they wind down while the container is
+ * deleted. Only once the payload's scope is gone (teardown). */
+int job_sidecars_stop_begin(Job *j);
 int job_sidecars_stop(Job *j);
 /* The first sidecar seen dead while the payload ran, or _POND_SIDECAR_INVALID. */
 PondSidecar job_sidecar_died(const Job *j);

@@ -69,6 +69,8 @@ int supervise(const char *job_id) {
         if (r >= 0)
                 r = job_network(&j);
         if (r >= 0)
+                r = job_stage_workspace(&j);
+        if (r >= 0)
                 r = job_stage_hash_input(&j);
         if (r >= 0)
                 r = job_write_bundle(&j);
