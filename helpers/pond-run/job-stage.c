@@ -68,10 +68,10 @@ int job_stage(Job *j) {
         r = mkdir_p(j->paths.run, 0700);
         if (r < 0)
                 return log_error_errno(r, "Cannot create %s: %m", j->paths.run);
-        return job_userns(j);
+        return 0;
 }
 
-/* After the network: the sidecars' units start (job_network()) before this, and come up meanwhile. */
+/* After the network: the sidecars' units start (job_network_lease()) before this, and come up meanwhile. */
 int job_stage_workspace(Job *j) {
         return stage_workspace(j);
 }

@@ -78,6 +78,7 @@ typedef struct JobStaging {
 /* The job's network namespace, veth and rules, and what the job is told about them (job-network.c). */
 typedef struct JobNetwork {
         JobNet net;
+        bool leased;                    /* net.lease holds the job's addresses (job_network_lease()) */
         bool up;
         char **env;                     /* proxy, broker and CA variables; the broker's dummy keys and URLs */
 } JobNetwork;
@@ -203,8 +204,8 @@ gid_t job_host_gid(const Job *j);
 int job_userns_remove(Job *j);
 int job_userns_release(Job *j);
 void job_userns_done(JobUserns *u);
-int job_stage(Job *j);                 /* the bus, the directories, the uid range: before the network */
-int job_stage_workspace(Job *j);       /* /workspace and the root: after it (the sidecars start meanwhile) */
+int job_stage(Job *j);                 /* the bus and the directories: first */
+int job_stage_workspace(Job *j);       /* /workspace and the root: after the network (sidecars start meanwhile) */
 int job_stage_hash_input(Job *j);
 void job_staging_done(JobStaging *s);
 
@@ -219,6 +220,7 @@ int job_input_hash_result(InputHash *h, const char *spec, size_t spec_len, const
 void job_input_hash_done(InputHash *h);
 
 /* 3. job-network.c: namespace, veth, nftables; the sidecars' configurations written and units started. */
+int job_network_lease(Job *j);
 int job_network(Job *j);
 void job_network_done(JobNetwork *n);
 
