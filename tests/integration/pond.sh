@@ -155,10 +155,14 @@ t_clean() { # DESC ID: nothing of job ID remains once its unit has stopped (pond
         t_eq "$1" "" "$left"
 }
 
-# wait_running ID: until the job's payload is running (its scope is active), at most ~20 s
+# wait_running ID: until the job's payload is running, at most ~20 s: its scope is active and its service
+# too (READY=1 comes once the runtime's start let the payload go; the scope is active from the create on,
+# while the sidecars may still be coming up)
 wait_running() {
         for _ in $(seq 200); do
-                in_box systemctl is-active -q "pond-$1.scope" && return 0
+                # one unit per call: is-active with several succeeds if any one is active
+                in_box systemctl is-active -q "pond-$1.scope" && in_box systemctl is-active -q "pond-job@$1.service" &&
+                        return 0
                 sleep 0.1
         done
         return 1
