@@ -48,6 +48,30 @@ static int posture_environment(Job *j) {
         return r;
 }
 
+/* The job's addresses, its environment and its sidecars' configurations, and the sidecars' units started:
+ * first of all the job's resources, since a sidecar's unit takes longest to come up (systemd sets up its
+ * sandbox). They listen on the host address before the veth has it (IP_FREEBIND), reachable only once
+ * job_network() has made the veth and loaded the rules; the payload waits for them either way. */
+int job_network_lease(Job *j) {
+        _cleanup_free_ char *err = NULL;
+        int r;
+
+        if (j->input.resolved->net == NET_OPEN)
+                return 0;
+        r = job_net_lease(j->paths.id, j->paths.rundir, &j->network.net.lease, &err);
+        if (r < 0) {
+                log_error_errno(r, "Cannot lease the job's addresses: %s", err ?: strerror(-r));
+                return job_fail(j, r, "cannot set up the job's network");
+        }
+        j->network.leased = true;
+        r = posture_environment(j);
+        if (r >= 0)
+                r = job_sidecars_write(j);
+        if (r >= 0)
+                r = job_sidecars_start(j);
+        return r;
+}
+
 int job_network(Job *j) {
         NetPosture posture = j->input.resolved->net;
         _cleanup_free_ char *err = NULL;
@@ -57,23 +81,21 @@ int job_network(Job *j) {
 
         if (posture == NET_OPEN)
                 return 0;
+        if (!j->network.leased)
+                return -EINVAL;
         /* A port is open only if this job's own sidecar listens behind it. */
         if (j->sidecars[POND_SIDECAR_BROKER].config)
                 ports[n_ports++] = NET_BROKER_PORT;
         if (j->sidecars[POND_SIDECAR_EGRESS].config)
                 ports[n_ports++] = NET_PROXY_PORT;
-        r = job_net_setup(j->paths.id, j->paths.rundir, j->userns.fd, ports, n_ports, &j->network.net, &err);
+        r = job_net_setup(j->paths.id, j->paths.rundir, j->userns.fd, &j->network.net.lease, ports, n_ports,
+                          &j->network.net, &err);
         if (r < 0) {
                 log_error_errno(r, "Cannot set up the job's network: %s", err ?: strerror(-r));
                 return job_fail(j, r, "cannot set up the job's network");
         }
         j->network.up = true;
-        r = posture_environment(j);
-        if (r >= 0)
-                r = job_sidecars_write(j);
-        if (r >= 0)
-                r = job_sidecars_start(j);
-        return r;
+        return 0;
 }
 
 void job_network_done(JobNetwork *n) {

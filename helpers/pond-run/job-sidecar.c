@@ -383,6 +383,13 @@ static int sidecar_stop(Job *j, PondSidecar s) {
         return r;
 }
 
+int job_sidecars_stop_begin(Job *j) {
+        for (PondSidecar s = 0; s < _POND_SIDECAR_MAX; s++)
+                if (j->sidecars[s].up && j->bus)
+                        (void) unit_stop_begin(j->bus, j->paths.sidecars[s].unit); /* job_sidecars_stop() waits */
+        return 0;
+}
+
 int job_sidecars_stop(Job *j) {
         int r, ret = 0;
 

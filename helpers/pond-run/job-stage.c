@@ -71,9 +71,11 @@ int job_stage(Job *j) {
         r = mkdir_p(j->paths.run, 0700);
         if (r < 0)
                 return log_error_errno(r, "Cannot create %s: %m", j->paths.run);
-        r = job_userns(j);
-        if (r < 0)
-                return r;
+        return 0;
+}
+
+/* After the network: the sidecars' units start (job_network_lease()) before this, and come up meanwhile. */
+int job_stage_workspace(Job *j) {
         return stage_workspace(j);
 }
 

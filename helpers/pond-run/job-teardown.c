@@ -158,11 +158,13 @@ typedef struct TeardownStep {
         bool counts;    /* a failure makes the teardown fail (else it is only logged) */
 } TeardownStep;
 
-enum { TEARDOWN_PROCESSES = 5 }; /* the steps before this one stop what runs */
+enum { TEARDOWN_PROCESSES = 6 }; /* the steps before this one stop what runs */
 
 static const TeardownStep steps[] = {
         { "stop the payload's scope",            stop_scope,        false, true  },
         { "reap the runtime's helpers",          reap_orphans,      false, false },
+        /* the payload is gone: the sidecars wind down (and write their totals) while the runtime deletes */
+        { "begin stopping the sidecars",         job_sidecars_stop_begin, false, false },
         { "delete the container",                delete_containers, false, false },
         { "stop the sidecars",                   job_sidecars_stop, false, false },
         { "remove the payload's cgroups",        remove_cgroups,    false, false },

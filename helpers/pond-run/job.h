@@ -80,6 +80,7 @@ typedef struct JobStaging {
 /* The job's network namespace, veth and rules, and what the job is told about them (job-network.c). */
 typedef struct JobNetwork {
         JobNet net;
+        bool leased;                    /* net.lease holds the job's addresses (job_network_lease()) */
         bool up;
         char **env;                     /* proxy, broker and CA variables; the broker's dummy keys and URLs */
 } JobNetwork;
@@ -205,7 +206,8 @@ gid_t job_host_gid(const Job *j);
 int job_userns_remove(Job *j);
 int job_userns_release(Job *j);
 void job_userns_done(JobUserns *u);
-int job_stage(Job *j);
+int job_stage(Job *j);                 /* the bus and the directories: first */
+int job_stage_workspace(Job *j);       /* /workspace and the root: after the network (sidecars start meanwhile) */
 int job_stage_hash_input(Job *j);
 void job_staging_done(JobStaging *s);
 
@@ -221,6 +223,7 @@ int job_input_hash_result(InputHash *h, const char *spec, size_t spec_len, const
 void job_input_hash_done(InputHash *h);
 
 /* 3. job-network.c: namespace, veth, nftables; the sidecars' configurations written and units started. */
+int job_network_lease(Job *j);
 int job_network(Job *j);
 void job_network_done(JobNetwork *n);
 
@@ -232,6 +235,9 @@ int job_sidecars_configure(Job *j, char **ret_error);
 int job_sidecars_write(Job *j);
 int job_sidecars_start(Job *j);
 int job_sidecars_wait(Job *j);
+/* Queues the stop of every sidecar that is up, without waiting: they wind down while the container is
+ * deleted. Only once the payload's scope is gone (teardown). */
+int job_sidecars_stop_begin(Job *j);
 int job_sidecars_stop(Job *j);
 /* The first sidecar seen dead while the payload ran, or _POND_SIDECAR_INVALID. */
 PondSidecar job_sidecar_died(const Job *j);

@@ -66,9 +66,17 @@ int supervise(const char *job_id) {
         r = job_accept(&j);
         if (r < 0)
                 return supervise_refuse(&j, r);
+        /* The sidecars' units start first (they take longest to come up), then the job's uid range and user
+         * namespace, its network (owned by that namespace), its workspace. */
         r = job_stage(&j);
         if (r >= 0)
+                r = job_network_lease(&j);
+        if (r >= 0)
+                r = job_userns(&j);
+        if (r >= 0)
                 r = job_network(&j);
+        if (r >= 0)
+                r = job_stage_workspace(&j);
         if (r >= 0)
                 r = job_stage_hash_input(&j);
         if (r >= 0)

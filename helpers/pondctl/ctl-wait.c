@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* ctl-wait.c: the tail of `pondctl run` and all of `pondctl wait`: stream the log while the job runs, wait
- * until its signed result exists and its unit has stopped (cleanup included), cancel on SIGINT/SIGTERM,
- * verify the result against the pinned key, and turn it into an exit status. */
+ * until its signed result exists, cancel on SIGINT/SIGTERM, verify the result against the pinned key, and
+ * turn it into an exit status. The job's teardown goes on after its result exists (issue 12): a result is
+ * final once it is there (written whole, then renamed into place), and whatever the teardown still holds
+ * (address, uid range, cgroups) is given back only once it is proven free. */
 #include <signal.h>
 #include <string.h>
 #include <time.h>
@@ -226,16 +228,17 @@ static int report_no_result(const CtlWait *w, const char *unit) {
         return CTL_EXIT_FAILED;
 }
 
-/* Returns 0 once the result exists and the unit has stopped, else the exit status to fail with. */
+/* Returns 0 once the result exists, else the exit status to fail with. The unit may still be tearing the
+ * job down: nothing in the result changes after it is renamed into place, and a result written by the
+ * cleanup (the supervisor died) is there only once the cleanup has written it. */
 static int wait_loop(const CtlWait *w, const char *unit, const char *result_json, bool *changed) {
         uint64_t last_query = 0;
-        bool result_seen = false;
         int handled = 0, r;
 
         for (;;) {
                 _cleanup_(ctl_unit_state_done) CtlUnitState st = {};
                 uint64_t now = clock_usec(CLOCK_MONOTONIC);
-                bool due = w->bus && (*changed || result_seen || now - last_query >= CTL_WAIT_QUERY_USEC);
+                bool due = w->bus && (*changed || now - last_query >= CTL_WAIT_QUERY_USEC);
 
                 if (cancel_requests > handled) {
                         r = on_cancel(w, unit, handled++);
@@ -257,11 +260,9 @@ static int wait_loop(const CtlWait *w, const char *unit, const char *result_json
                         }
                         last_query = now;
                 }
-                if (access(result_json, F_OK) >= 0) {
-                        if (!w->bus || (due && !ctl_unit_state_is_running(&st)))
-                                return 0;
-                        result_seen = true;
-                } else if (!w->bus) {
+                if (access(result_json, F_OK) >= 0)
+                        return 0;
+                if (!w->bus) {
                         log_error("Job %s has no result, and without the system bus its unit cannot be "
                                   "watched.", w->job_id);
                         return CTL_EXIT_FAILED;

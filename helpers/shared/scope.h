@@ -38,6 +38,8 @@ static inline void unit_start_freep(UnitStart **s) {
 }
 /* Kills, stops and waits (bounded) until the unit is gone; a unit that is not loaded is fine. */
 int unit_stop(sd_bus *bus, const char *unit);
+/* Queues the stop of unit (StopUnit, mode replace) and returns at once; no such unit is not an error. */
+int unit_stop_begin(sd_bus *bus, const char *unit);
 
 /* 1 if the unit is being stopped (deactivating, or a stop job is queued), 0 if not, or -errno. */
 int unit_is_stopping(sd_bus *bus, const char *unit);

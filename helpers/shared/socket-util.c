@@ -69,7 +69,10 @@ int socket_listen_tcp(const char *addr_port, int *ret_fd) {
         fd = socket(sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (fd < 0)
                 return -errno;
+        /* IP_FREEBIND: a sidecar starts while pond-run is still giving the job's veth its (IPv4) host address
+         * (job-network.c); nothing reaches the socket before the address is there. */
         if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
+            (sa.ss_family == AF_INET && setsockopt(fd, SOL_IP, IP_FREEBIND, &one, sizeof one) < 0) ||
             bind(fd, (struct sockaddr *) &sa, len) < 0 || listen(fd, SOMAXCONN) < 0)
                 return -errno;
         *ret_fd = TAKE_FD(fd);

@@ -157,16 +157,22 @@ systemctl list-units --plain --no-legend "pond-*" | cut -d" " -f1 | sed "s|^|uni
 echo checked'
 host_state() { in_box sh -c "$_state_sh" 2>&1 | sort; }
 
-t_clean() { # DESC ID: nothing of job ID remains
+t_clean() { # DESC ID: nothing of job ID remains once its unit has stopped (pondctl returns at the signed
+        # result, while the teardown goes on: issue 12)
         local left
+        wait_gone "$2" || true  # a unit still active after the bound is a finding of the check below
         left=$(leftovers "$2")
         t_eq "$1" "" "$left"
 }
 
-# wait_running ID: until the job's payload is running (its scope is active), at most ~20 s
+# wait_running ID: until the job's payload is running, at most ~20 s: its scope is active and its service
+# too (READY=1 comes once the runtime's start let the payload go; the scope is active from the create on,
+# while the sidecars may still be coming up)
 wait_running() {
         for _ in $(seq 200); do
-                in_box systemctl is-active -q "pond-$1.scope" && return 0
+                # one unit per call: is-active with several succeeds if any one is active
+                in_box systemctl is-active -q "pond-$1.scope" && in_box systemctl is-active -q "pond-job@$1.service" &&
+                        return 0
                 sleep 0.1
         done
         return 1

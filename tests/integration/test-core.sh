@@ -242,7 +242,7 @@ if wait_running "$id"; then
         fi
         pond cancel "$id" >/dev/null 2>&1
 else
-        t_not_ok "job $id started (its scope became active within 20 s)"
+        t_not_ok "job $id started (its scope and service became active within 20 s)"
 fi
 wait "$runner"
 t_eq "cancelled job exits 130" 130 "$?"
@@ -406,7 +406,7 @@ if wait_running "$id"; then
         t_clean "nothing left after kill -9 of pond-run" "$id"
         t_eq "a failed result is left for the control plane" failed "$(result_field "$id" 'r["status"]')"
 else
-        t_not_ok "job $id started (its scope became active within 20 s)"
+        t_not_ok "job $id started (its scope and service became active within 20 s)"
 fi
 wait "$runner"
 

@@ -219,7 +219,7 @@ if wait_running "$id"; then
         t_eq "no egress unit after kill -9 of pond-run" "" \
                 "$(in_box systemctl list-units --all --plain --no-legend "pond-egress@$id.service")"
 else
-        t_not_ok "job $id started (its scope became active within 20 s)"
+        t_not_ok "job $id started (its scope and service became active within 20 s)"
 fi
 wait "$runner"
 t_eq "no job namespaces left" "" "$(in_box ls /run/netns | grep -E '^pond-[0-9a-f]{12}$')"

@@ -120,7 +120,7 @@ if wait_running "$id"; then
         wait_gone "$id"
         t_clean "nothing left after kill -9 of pond-run on an image (--cleanup unmounts it)" "$id"
 else
-        t_not_ok "job $id started (its scope became active within 20 s)"
+        t_not_ok "job $id started (its scope and service became active within 20 s)"
 fi
 wait "$runner"
 

@@ -41,18 +41,28 @@ static char *nft_template(void) {
         return t ? strdup(t) : path_join(pond_dir(POND_DIR_NFT), "job.nft");
 }
 
-int job_net_setup(const char *job_id, const char *rundir, int userns_fd, const uint16_t *ports, size_t n_ports,
-                  JobNet *ret, char **ret_error) {
-        _cleanup_free_ char *leases = lease_dir(rundir), *template = nft_template();
+int job_net_lease(const char *job_id, const char *rundir, NetLease *ret, char **ret_error) {
+        _cleanup_free_ char *leases = lease_dir(rundir);
+        int r;
+
+        if (!leases)
+                return -ENOMEM;
+        r = net_lease_acquire(leases, pool(), job_id, ret);
+        if (r < 0)
+                return error_set(ret_error, r, "cannot lease addresses from %s: %s", pool(), strerror(-r));
+        return 0;
+}
+
+int job_net_setup(const char *job_id, const char *rundir, int userns_fd, const NetLease *lease,
+                  const uint16_t *ports, size_t n_ports, JobNet *ret, char **ret_error) {
+        _cleanup_free_ char *template = nft_template();
         JobNet n;
         int r;
 
-        if (!leases || !template)
+        if (!template)
                 return -ENOMEM;
         job_net_names(job_id, &n);
-        r = net_lease_acquire(leases, pool(), job_id, &n.lease);
-        if (r < 0)
-                return error_set(ret_error, r, "cannot lease addresses from %s: %s", pool(), strerror(-r));
+        n.lease = *lease;
         r = netns_create(n.netns_path, userns_fd);
         if (r < 0) {
                 error_set(ret_error, r, "cannot create the network namespace: %s", strerror(-r));

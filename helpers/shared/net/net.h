@@ -49,9 +49,12 @@ int nft_job_remove(const char *table);
 
 /* job-net.c: names derived from the job id (stable, so cleanup finds everything again). */
 void job_net_names(const char *job_id, JobNet *ret);
-/* Everything, in order; on failure what was made is removed again. userns_fd: the job's user namespace, which
- * will own the network namespace, or -EBADF. */
-int job_net_setup(const char *job_id, const char *rundir, int userns_fd, const uint16_t *ports, size_t n_ports,
-                  JobNet *ret, char **ret_error);
+/* The job's /30 from the pool, first: its sidecars can be configured for (and start listening on) the host
+ * address while the rest is made. Released by job_net_teardown(). */
+int job_net_lease(const char *job_id, const char *rundir, NetLease *ret, char **ret_error);
+/* Everything else, in order, for the lease job_net_lease() gave; on failure everything (the lease too) is
+ * removed again. userns_fd: the job's user namespace, which will own the network namespace, or -EBADF. */
+int job_net_setup(const char *job_id, const char *rundir, int userns_fd, const NetLease *lease,
+                  const uint16_t *ports, size_t n_ports, JobNet *ret, char **ret_error);
 /* Idempotent: table, namespace (and with it the veth), lease. */
 int job_net_teardown(const char *job_id, const char *rundir);
