@@ -126,9 +126,10 @@ static int start_scope(Job *j) {
         return 0;
 }
 
-/* On v1 the memcgs (their oom_kill counts) and the usage counters (job-usage.c) would go with the payload, before job_collect() reads them:
- * a sleeping child, never the OOM killer's choice, holds the payload's memcg (and so the scope's) until then.
- * It is in no other hierarchy: systemd's KillUnit and the runtime's kill do not see it. */
+/* On v1 the memcgs (their oom_kill counts) and the usage counters (job-usage.c) would go with the payload,
+ * before job_collect() reads them: a sleeping child, never the OOM killer's choice, holds the payload's
+ * memcg, cpuacct, blkio and pids cgroups (and so the scope's) until then. It is in no hierarchy a kill
+ * enumerates: systemd's KillUnit and the runtime's kill (runc's devices cgroup) do not see it. */
 static void pin_oom_counters(Job *j, const char *payload) {
         const char *pinned;
         int r;
