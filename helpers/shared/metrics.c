@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "fileio.h"
 #include "log.h"
@@ -266,6 +268,27 @@ static int add_job(Metrics *m, const MetricsJob *job) {
         return r;
 }
 
+/* The new file, 0644 whatever the umask (pond-run's is 0077): node_exporter runs as a user of its own. It
+ * is complete before its rename, and named .pond.prom.tmp meanwhile, which the collector skips (*.prom). */
+static int write_prom(int dfd, const char *text) {
+        static const char tmp[] = "." METRICS_FILE ".tmp";
+        _cleanup_close_ int fd = -EBADF;
+        int r;
+
+        (void) unlinkat(dfd, tmp, 0);
+        fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd < 0)
+                return -errno;
+        r = fchmod(fd, 0644) < 0 ? -errno : write_all(fd, text, strlen(text));
+        if (r >= 0 && fsync(fd) < 0)
+                r = -errno;
+        if (r >= 0 && renameat(dfd, tmp, dfd, METRICS_FILE) < 0)
+                r = -errno;
+        if (r < 0)
+                (void) unlinkat(dfd, tmp, 0);
+        return r;
+}
+
 int metrics_record(const char *dir, const MetricsJob *job, bool *ret_reset) {
         _cleanup_free_ char *text = NULL, *out = NULL;
         _cleanup_close_ int dfd = -EBADF;
@@ -278,6 +301,8 @@ int metrics_record(const char *dir, const MetricsJob *job, bool *ret_reset) {
         r = dir_open_locked(dir, &dfd);
         if (r < 0)
                 return r;
+        if (fchmod(dfd, 0755) < 0) /* made under pond-run's umask: the collector must reach the file */
+                return -errno;
         r = read_full_file_at(dfd, METRICS_FILE, METRICS_FILE_MAX, &text, NULL);
         if (r >= 0) {
                 r = metrics_parse(text, &m);
@@ -295,5 +320,5 @@ int metrics_record(const char *dir, const MetricsJob *job, bool *ret_reset) {
         r = metrics_format(&m, &out);
         if (r < 0)
                 return r;
-        return write_file_atomic_at(dfd, METRICS_FILE, out, strlen(out), 0644);
+        return write_prom(dfd, out);
 }

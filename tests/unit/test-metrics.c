@@ -3,6 +3,7 @@
  * reasons reduced to their field, label values sanitized, a file that is not pond's started again, and
  * concurrent writers (forked processes) losing no count under the directory's lock. */
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -141,5 +142,27 @@ TEST(concurrent_writers) {
         ASSERT_TRUE(text != NULL);
         EXPECT_CONTAINS("pond_jobs_total{status=\"completed\"} 200\n", text);
         EXPECT_CONTAINS("pond_egress_denials_total 200\n", text);
+        ASSERT_OK(rm_rf_at(AT_FDCWD, dir));
+}
+
+/* Under pond-run's umask (0077) the file and its directory are still readable by node_exporter's user. */
+TEST(modes_under_a_strict_umask) {
+        char dir[] = "/tmp/pond-test-metrics.XXXXXX";
+        _cleanup_free_ char *sub = NULL, *file = NULL;
+        mode_t old = umask(0077);
+        struct stat st;
+        bool reset = false;
+        int r;
+
+        ASSERT_TRUE(mkdtemp(dir) != NULL);
+        ASSERT_TRUE(asprintf(&sub, "%s/metrics", dir) > 0);
+        ASSERT_TRUE(asprintf(&file, "%s/%s", sub, METRICS_FILE) > 0);
+        r = metrics_record(sub, &(MetricsJob) { .status = "completed" }, &reset);
+        umask(old);
+        ASSERT_OK(r);
+        ASSERT_OK(stat(sub, &st) < 0 ? -errno : 0);
+        EXPECT_EQ(0755U, st.st_mode & 07777);
+        ASSERT_OK(stat(file, &st) < 0 ? -errno : 0);
+        EXPECT_EQ(0644U, st.st_mode & 07777);
         ASSERT_OK(rm_rf_at(AT_FDCWD, dir));
 }
