@@ -46,6 +46,12 @@ typedef struct JobInput {
         const RuntimeProvider *provider;
 } JobInput;
 
+/* The job's place under the worker's admission ceiling (job-admit.c). */
+typedef struct JobAdmission {
+        int queue_fd;                   /* its queue file, flocked while it waits */
+        bool queued, leased;
+} JobAdmission;
+
 /* input_sha, whichever way it is computed (job-input-hash.c). */
 typedef struct InputHash {
         pthread_t thread;
@@ -159,6 +165,7 @@ typedef struct Job {
         sd_bus *bus;                    /* from job_stage() on */
         uint8_t *sign_sk;               /* sodium_malloc'd */
         JobInput input;
+        JobAdmission admission;
         InputHash input_hash;
         JobUserns userns;
         JobStaging staging;
@@ -178,7 +185,8 @@ typedef struct Job {
 #define JOB_OUTCOME_NULL { .exit_status = -1, .usage = CGROUP_USAGE_NULL }
 #define JOB_USERNS_NULL { .fd = -EBADF }
 #define JOB_RESULT_NULL { .results_fd = -EBADF, .staged_fd = -EBADF }
-#define JOB_NULL { .input_hash = INPUT_HASH_NULL, .userns = JOB_USERNS_NULL, .runtime = JOB_RUNTIME_NULL, \
+#define JOB_NULL { .admission = { .queue_fd = -EBADF }, .input_hash = INPUT_HASH_NULL, .userns = JOB_USERNS_NULL, \
+                   .runtime = JOB_RUNTIME_NULL, \
                    .outcome = JOB_OUTCOME_NULL, .result = JOB_RESULT_NULL }
 
 /* job.c: the job's id and paths, its failure reason, and freeing it. */
@@ -196,6 +204,11 @@ int job_accept(Job *j);
 void job_input_done(JobInput *i);
 /*    job-accept-bundle.c: a bundle job's source, decrypted and extracted for exactly this job. */
 int job_accept_bundle(Job *j, char **ret_error);
+
+/* 1b. job-admit.c: the worker's admission ceiling: admitted (a lease), queued until there is room (at most
+ *     max_wait_s), or refused; the lease is given back in the teardown's last step. */
+int job_admit(Job *j);
+int job_admission_release(Job *j);
 
 /* 2. job-stage.c: the runtime directories, /workspace, the image; starts hashing the input. */
 /*    job-userns.c: the job's host uid range and user namespace, first (runc, confined profiles). */

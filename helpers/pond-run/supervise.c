@@ -65,7 +65,14 @@ int supervise(const char *job_id) {
         r = job_accept(&j);
         if (r < 0)
                 return supervise_refuse(&j, r);
-        r = job_stage(&j);
+        r = job_admit(&j);
+        if (r < 0 && j.outcome.refused) {
+                r = supervise_refuse(&j, r);
+                (void) job_teardown(&j); /* what acceptance made (a bundle's checkout, an image's use lock) */
+                return r;
+        }
+        if (r >= 0)
+                r = job_stage(&j);
         if (r >= 0)
                 r = job_network(&j);
         if (r >= 0)
