@@ -16,6 +16,7 @@
 #include "log.h"
 
 #define ADMISSION_POLL_USEC (100 * 1000)
+#define ADMISSION_EXTEND_USEC (UINT64_C(30) * 1000 * 1000)
 
 static int admission_dir(char **ret) {
         return asprintf(ret, "%s/%s", pond_dir(POND_DIR_RUN), ADMISSION_DIR) < 0 ? -ENOMEM : 0;
@@ -58,6 +59,7 @@ int job_admit(Job *j) {
         AdmissionVerdict v;
         uint64_t start = clock_usec(CLOCK_MONOTONIC), deadline;
         char held[256];
+        unsigned polls = 0;
         int r;
 
         r = admission_policy_load(pond_dir(POND_DIR_POLICY), &p, &err);
@@ -93,7 +95,10 @@ int job_admit(Job *j) {
                         a->queued = true;
                         log_info("Queued %s: the worker holds %s, %u job(s) wait ahead.", j->paths.id, held, s.ahead);
                 }
-                (void) sd_notifyf(false, "STATUS=queued: the worker holds %s, %u job(s) ahead", held, s.ahead);
+                /* Queued before READY=1: the unit's start timeout is pushed out while it waits its turn. */
+                if (polls++ % 10 == 0)
+                        (void) sd_notifyf(false, "EXTEND_TIMEOUT_USEC=%" PRIu64 "\nSTATUS=queued: the worker holds "
+                                          "%s, %u job(s) ahead", ADMISSION_EXTEND_USEC, held, s.ahead);
                 if (job_stop_requested(j))
                         return -ECANCELED;
                 if (clock_usec(CLOCK_MONOTONIC) >= deadline)
