@@ -123,6 +123,13 @@ TEST(too_big_and_refuse) {
         ASSERT_OK(admission_release(dir, "b")); /* no directory: nothing to release */
 }
 
+static void raise_max(int *max, int now) {
+        int m = __atomic_load_n(max, __ATOMIC_SEQ_CST);
+
+        while (now > m && !__atomic_compare_exchange_n(max, &m, now, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+                ;
+}
+
 /* 12 processes, a ceiling of 4: each takes its turn (queued until admitted), holds its lease while it
  * counts itself into a shared counter, and releases. The counter's maximum never passes 4. */
 TEST(concurrent) {
@@ -149,9 +156,7 @@ TEST(concurrent) {
                         if (v != ADMISSION_ADMITTED)
                                 _exit(1);
                         now = __atomic_add_fetch(&shared[0], 1, __ATOMIC_SEQ_CST);
-                        for (int m = shared[1]; now > m && !__atomic_compare_exchange_n(&shared[1], &m, now, false,
-                                                                                        __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);)
-                                ;
+                        raise_max(&shared[1], now);
                         usleep(20000);
                         __atomic_sub_fetch(&shared[0], 1, __ATOMIC_SEQ_CST);
                         _exit(admission_release(dir, id) < 0);
