@@ -11,20 +11,35 @@
 #include "log.h"
 #include "metrics.h"
 
+/* Counters only grow: a later reading's figure replaces an earlier one, one it could not read does not. */
+static void merge(CgroupUsage *into, const CgroupUsage *u) {
+        uint64_t *dst[] = { &into->cpu_user_usec, &into->cpu_system_usec, &into->memory_peak_bytes,
+                            &into->io_read_bytes, &into->io_write_bytes, &into->tasks_peak };
+        const uint64_t src[] = { u->cpu_user_usec, u->cpu_system_usec, u->memory_peak_bytes, u->io_read_bytes,
+                                 u->io_write_bytes, u->tasks_peak };
+
+        for (size_t i = 0; i < ELEMENTSOF(src); i++)
+                if (src[i] != CGROUP_USAGE_UNKNOWN)
+                        *dst[i] = src[i];
+}
+
+/* At the init's exit (while the scope is surely there: cgroup v2 has no pin) and again before the scope is
+ * stopped: the last reading that succeeds is the one reported. */
 void job_usage_read(Job *j) {
-        CgroupUsage *u = &j->outcome.usage;
+        CgroupUsage u;
         int r;
 
-        if (!j->runtime.scope_cgroup || j->outcome.usage_read)
+        if (!j->runtime.scope_cgroup)
                 return;
-        r = cgroup_usage_read(j->runtime.scope_cgroup, u);
+        r = cgroup_usage_read(j->runtime.scope_cgroup, &u);
         if (r < 0) {
                 log_debug_errno(r, "Cannot read the usage counters of %s: %m", j->runtime.scope_cgroup);
                 return;
         }
         /* The pin that kept the v1 counters is one task of its own, there from before the payload's first. */
-        if (j->runtime.pin_in_pids && u->tasks_peak != CGROUP_USAGE_UNKNOWN && u->tasks_peak > 0)
-                u->tasks_peak--;
+        if (j->runtime.pin_in_pids && u.tasks_peak != CGROUP_USAGE_UNKNOWN && u.tasks_peak > 0)
+                u.tasks_peak--;
+        merge(&j->outcome.usage, &u);
         j->outcome.usage_read = true;
 }
 
