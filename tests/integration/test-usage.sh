@@ -38,12 +38,16 @@ self_ms=$(tail -n 1 <<<"$OUT")
 user_ms=$(usage "$id" cpu_user_ms)
 sys_ms=$(usage "$id" cpu_system_ms)
 diag "cpu loop: payload says ${self_ms} ms user; result says ${user_ms} ms user, ${sys_ms} ms system ($BACKEND)"
-# runsc: the application's time is the sentry's, which the host may account as user or system time
-t_eq "cpu: user + system >= 800 ms" True "$(result_field "$id" \
-        'r["usage"]["cpu_user_ms"] + r["usage"]["cpu_system_ms"] >= 800')"
 if [ "$BACKEND" = runc ]; then
+        # the payload's figure is the host kernel's own accounting of it: the two agree
         t_eq "cpu: user >= 800 ms and >= 90% of what the payload measured" True \
                 "$(result_field "$id" "r['usage']['cpu_user_ms'] >= 800 and r['usage']['cpu_user_ms'] >= 0.9 * $self_ms")"
+else
+        # runsc: the payload's figure is gVisor's clock of its task, which runs ahead of what the host
+        # charged the sandbox's threads (760 to 851 ms of host user + system for 990 to 1000 ms measured
+        # inside, docs/testing.md); the host's figure is user or system time as the sentry's threads spent it
+        t_eq "cpu: user + system >= 60% of what the payload measured, and >= 500 ms" True "$(result_field "$id" \
+                "r['usage']['cpu_user_ms'] + r['usage']['cpu_system_ms'] >= max(500, 0.6 * $self_ms)")"
 fi
 
 # --- memory: 200 MiB written (a bytes object of 200 MiB of 'x'), and a control that allocates nothing
