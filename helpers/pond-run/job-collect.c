@@ -35,10 +35,11 @@ static void reap(Job *j) {
         sigkill_wait(&rt->create);
 }
 
-/* Before the scope is stopped: its memcgs' counters go with it. The pin that kept them (v1) goes now, so
- * that the runtime can remove the payload's cgroup. */
+/* Before the scope is stopped: its cgroups' counters go with it (OOM kills, usage). The pin that kept them
+ * (v1) goes now, so that the runtime can remove the payload's cgroup. */
 static void collect_oom(Job *j) {
         job_read_oom_kills(j);
+        job_usage_read(j);
         sigkill_wait(&j->runtime.oom_pin);
 }
 

@@ -126,10 +126,12 @@ static int start_scope(Job *j) {
         return 0;
 }
 
-/* On v1 the memcgs (and their oom_kill counts) would go with the payload, before job_collect() reads them:
- * a sleeping child, never the OOM killer's choice, holds the payload's memcg (and so the scope's) until then.
- * It is in no other hierarchy: systemd's KillUnit and the runtime's kill do not see it. */
+/* On v1 the memcgs (their oom_kill counts) and the usage counters (job-usage.c) would go with the payload,
+ * before job_collect() reads them: a sleeping child, never the OOM killer's choice, holds the payload's
+ * memcg, cpuacct, blkio and pids cgroups (and so the scope's) until then. It is in no hierarchy a kill
+ * enumerates: systemd's KillUnit and the runtime's kill (runc's devices cgroup) do not see it. */
 static void pin_oom_counters(Job *j, const char *payload) {
+        const char *pinned;
         int r;
 
         r = safe_fork("(pond-oom-pin)", FORK_EXEC_FLAGS, &j->runtime.oom_pin);
@@ -145,12 +147,19 @@ static void pin_oom_counters(Job *j, const char *payload) {
                         pause();
         }
         r = cgroup_oom_pin(payload, j->runtime.oom_pin.pid);
-        if (r < 0)
+        if (r >= 0)
+                pinned = payload;
+        else {
                 r = cgroup_oom_pin(j->paths.scope_cgroup, j->runtime.oom_pin.pid);
+                pinned = j->paths.scope_cgroup;
+        }
         if (r < 0) {
                 log_debug_errno(r, "No v1 memcg to pin (%m): the counters are read while the scope exists.");
                 sigkill_wait(&j->runtime.oom_pin);
+                return;
         }
+        /* The usage counters too (job-usage.c): CPU, IO and tasks, in the same cgroup. */
+        j->runtime.pin_in_pids = cgroup_usage_pin(pinned, j->runtime.oom_pin.pid);
 }
 
 /* Both levels: the limit may be hit in the payload's own memcg or in the scope's. The notifications are

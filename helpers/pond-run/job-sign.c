@@ -156,6 +156,7 @@ static void add_posture(Job *j, json_object *o) {
         if (j->runtime.log_open && j->outcome.started_usec != 0 && output_log_stats(&j->runtime.log, &log_stats) >= 0)
                 json_object_object_add(o, "log", log_stats);
         json_object_object_add(o, "resources", job_resview_json(j));
+        json_object_object_add(o, "usage", job_usage_json(j));
         json_object_object_add(o, "network", json_str(res ? net_posture_to_string(res->net) : NULL));
         if (j->sidecars[POND_SIDECAR_EGRESS].stats)
                 json_object_object_add(o, "egress", json_object_get(j->sidecars[POND_SIDECAR_EGRESS].stats));
@@ -251,6 +252,7 @@ int job_sign(Job *j) {
         j->result.staged_fd = safe_close(j->result.staged_fd); /* renamed into place: nothing to abort */
         audit_event(&j->audit, POND_EVENT_SIGNED, AUDIT_NO_RC, "signed result: status %s, output_sha %s",
                     job_status(j), json_object_get_string(json_object_object_get(result, "output_sha")));
+        job_metrics_record(j);
         return 0;
 }
 

@@ -179,6 +179,8 @@ static const TeardownStep steps[] = {
         /* last, and only when all of the above is gone: no process, mount or file of the job's uid range
          * may remain when the range goes to another job (uid_lease_release() checks /proc itself) */
         { "release the job's host uid range",    job_userns_release, true, true  },
+        /* the job's claim on the worker's ceiling, once nothing of it is left */
+        { "release the job's admission lease",   job_admission_release, false, true },
 };
 
 static int run_steps(Job *j, unsigned end) {

@@ -47,6 +47,7 @@ void job_done(Job *j) {
         job_staging_done(&j->staging);
         job_userns_done(&j->userns);
         job_input_hash_done(&j->input_hash);
+        safe_close(j->admission.queue_fd); /* a queue file left unflocked is skipped, and removed, by the next job */
         job_input_done(&j->input);
         job_outcome_done(&j->outcome);
         j->bus = sd_bus_flush_close_unref(j->bus);

@@ -13,6 +13,7 @@
 #include <systemd/sd-event.h>
 
 #include "audit.h"
+#include "cgroup-usage.h"
 #include "hash.h"
 #include "image.h"
 #include "net.h"
@@ -44,6 +45,12 @@ typedef struct JobInput {
         ResolvedPolicy *resolved;
         const RuntimeProvider *provider;
 } JobInput;
+
+/* The job's place under the worker's admission ceiling (job-admit.c). */
+typedef struct JobAdmission {
+        int queue_fd;                   /* its queue file, flocked while it waits */
+        bool queued, leased;
+} JobAdmission;
 
 /* input_sha, whichever way it is computed (job-input-hash.c). */
 typedef struct InputHash {
@@ -120,6 +127,7 @@ typedef struct JobRuntime {
         int oom_fds[2];                 /* OOM notifications of the scope's and the payload's memcg (v1): hints */
         PidRef oom_pin;                 /* a sleeping process in the payload's v1 memcg only: keeps the memcg
                                          * and its oom_kill count until job_collect() has read them */
+        bool pin_in_pids;               /* oom_pin is in the v1 pids hierarchy too: it adds one to pids.peak */
         pid_t helpers[JOB_RUNTIME_HELPERS_MAX]; /* the runtime's processes in the scope that are this
                                          * supervisor's children, beside the init (runsc's gofer) */
         char helper_names[JOB_RUNTIME_HELPERS_MAX][32];
@@ -142,6 +150,8 @@ typedef struct JobOutcome {
         bool timed_out, cancelled, oom_killed;
         bool runtime_failed;            /* the runtime died under the payload: the exit is not the payload's */
         uint64_t accepted_usec, started_usec, ended_usec, started_mono, ended_mono;
+        bool usage_read;                /* usage holds the scope's counters (job-usage.c) */
+        CgroupUsage usage;
 } JobOutcome;
 
 /* The result directory being staged: artifacts and log links in it, then the signed JSON (job-sign.c). */
@@ -158,6 +168,7 @@ typedef struct Job {
         sd_bus *bus;                    /* from job_stage() on */
         uint8_t *sign_sk;               /* sodium_malloc'd */
         JobInput input;
+        JobAdmission admission;
         InputHash input_hash;
         JobUserns userns;
         JobStaging staging;
@@ -174,10 +185,11 @@ typedef struct Job {
 #define INPUT_HASH_NULL { .checkout_fd = -EBADF }
 #define JOB_RUNTIME_NULL { .create = PIDREF_NULL, .out_pipe = { -EBADF, -EBADF }, .err_pipe = { -EBADF, -EBADF }, \
                            .oom_fds = { -EBADF, -EBADF }, .oom_pin = PIDREF_NULL }
-#define JOB_OUTCOME_NULL { .exit_status = -1 }
+#define JOB_OUTCOME_NULL { .exit_status = -1, .usage = CGROUP_USAGE_NULL }
 #define JOB_USERNS_NULL { .fd = -EBADF }
 #define JOB_RESULT_NULL { .results_fd = -EBADF, .staged_fd = -EBADF }
-#define JOB_NULL { .input_hash = INPUT_HASH_NULL, .userns = JOB_USERNS_NULL, .runtime = JOB_RUNTIME_NULL, \
+#define JOB_NULL { .admission = { .queue_fd = -EBADF }, .input_hash = INPUT_HASH_NULL, .userns = JOB_USERNS_NULL, \
+                   .runtime = JOB_RUNTIME_NULL, \
                    .outcome = JOB_OUTCOME_NULL, .result = JOB_RESULT_NULL }
 
 /* job.c: the job's id and paths, its failure reason, and freeing it. */
@@ -195,6 +207,11 @@ int job_accept(Job *j);
 void job_input_done(JobInput *i);
 /*    job-accept-bundle.c: a bundle job's source, decrypted and extracted for exactly this job. */
 int job_accept_bundle(Job *j, char **ret_error);
+
+/* 1b. job-admit.c: the worker's admission ceiling: admitted (a lease), queued until there is room (at most
+ *     max_wait_s), or refused; the lease is given back in the teardown's last step. */
+int job_admit(Job *j);
+int job_admission_release(Job *j);
 
 /* 2. job-stage.c: the runtime directories, /workspace, the image; starts hashing the input. */
 /*    job-userns.c: the job's host uid range and user namespace, first (runc, confined profiles). */
@@ -307,6 +324,12 @@ void job_cost_ceiling(Job *j);
 /* 8. job-collect.c: the outcome, the payload and sidecars stopped, input_sha, artifacts and log. r is what
  *    the phases before returned; returns < 0 only if the artifacts could not be collected. */
 int job_collect(Job *j, int r);
+
+/*    job-usage.c: what the job used: the scope's cgroup counters, read before the scope goes (and, on v1,
+ *    before the pin that keeps them goes), the sidecars' network bytes; and the worker's counters file. */
+void job_usage_read(Job *j);
+json_object *job_usage_json(const Job *j);
+void job_metrics_record(const Job *j);
 
 /* 9. job-sign.c: result.json and result.sig, moved into place in one step. */
 int job_sign(Job *j);

@@ -66,9 +66,16 @@ int supervise(const char *job_id) {
         r = job_accept(&j);
         if (r < 0)
                 return supervise_refuse(&j, r);
+        r = job_admit(&j);
+        if (r < 0 && j.outcome.refused) {
+                r = supervise_refuse(&j, r);
+                (void) job_teardown(&j); /* what acceptance made (a bundle's checkout, an image's use lock) */
+                return r;
+        }
         /* The sidecars' units start first (they take longest to come up), then the job's uid range and user
          * namespace, its network (owned by that namespace), its workspace. */
-        r = job_stage(&j);
+        if (r >= 0)
+                r = job_stage(&j);
         if (r >= 0)
                 r = job_network_lease(&j);
         if (r >= 0)

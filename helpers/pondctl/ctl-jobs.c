@@ -103,7 +103,7 @@ static int id_and_json(int argc, char *argv[], bool *json, const char **ret) {
 }
 
 static void status_print(const char *id, const char *unit, int bus_error, const CtlUnitState *st,
-                         json_object *result) {
+                         json_object *result, json_object *usage) {
         printf("job:    %s\nunit:   %s\n", id, unit);
         if (bus_error < 0)
                 printf("state:  unknown (%s)\n", strerror(-bus_error));
@@ -112,6 +112,7 @@ static void status_print(const char *id, const char *unit, int bus_error, const 
                        st->loaded ? "" : " (not loaded)");
         if (st->status_text && *st->status_text)
                 printf("status: %s\n", st->status_text);
+        ctl_usage_print("usage:  ", usage);
         if (result) {
                 const char *why;
                 int code = ctl_exit_status_from_result(result, &why);
@@ -124,7 +125,7 @@ static void status_print(const char *id, const char *unit, int bus_error, const 
 int ctl_verb_status(int argc, char *argv[]) {
         _cleanup_(ctl_unit_state_done) CtlUnitState st = {};
         _cleanup_(job_paths_done) JobPaths paths = {};
-        _cleanup_json_ json_object *result = NULL, *o = NULL;
+        _cleanup_json_ json_object *result = NULL, *o = NULL, *usage = NULL;
         _cleanup_free_ char *profile = NULL;
         _cleanup_bus_ sd_bus *bus = NULL;
         CtlJobInfo info = {};
@@ -143,8 +144,10 @@ int ctl_verb_status(int argc, char *argv[]) {
                 r = ctl_unit_get_state(bus, paths.service, true, &st);
         if (ctl_result_peek(&paths, id, &result) < 0)
                 result = NULL;
+        /* While it runs, its scope's counters; once signed, the result's. */
+        usage = result ? json_object_get(json_object_object_get(result, "usage")) : ctl_usage_live(&paths);
         if (!json) {
-                status_print(id, paths.service, r, &st, result);
+                status_print(id, paths.service, r, &st, result, usage);
                 return CTL_EXIT_OK;
         }
         info = (CtlJobInfo) { .job_id = id };
@@ -153,7 +156,8 @@ int ctl_verb_status(int argc, char *argv[]) {
         if (result)
                 ctl_job_info_from_result(&info, result);
         info.state = ctl_job_state(result, r >= 0 ? &st : NULL);
-        if (ctl_status_to_json(&info, paths.service, r >= 0 ? &st : NULL, result, &o) < 0)
+        if (ctl_status_to_json(&info, paths.service, r >= 0 ? &st : NULL, result, &o) < 0 ||
+            json_object_object_add(o, "usage", TAKE_PTR(usage)) < 0)
                 return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
         ctl_json_print(o);
         return CTL_EXIT_OK;

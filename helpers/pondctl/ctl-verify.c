@@ -37,6 +37,7 @@ static void print_result(json_object *result, const char *dir) {
                 json_object *v = json_object_object_get(result, fields[i]);
                 printf("pond: %s %s\n", fields[i], v ? json_object_get_string(v) : "-");
         }
+        ctl_usage_print("pond: usage ", json_object_object_get(result, "usage"));
         print_artifacts(result);
 }
 

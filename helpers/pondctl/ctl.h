@@ -189,6 +189,12 @@ int ctl_job_info_to_json(const CtlJobInfo *i, json_object **ret);
 /* The profile the spool's job.json asks for (*ret_profile NULL if none or unreadable) and when it was
  * written (*ret_usec untouched if unknown). */
 void ctl_spool_info(const JobPaths *p, char **ret_profile, uint64_t *ret_usec);
+/* ctl-usage.c: the job's usage read live from its scope (cgroup-usage.c: the result's "usage" keys, and
+ * "live": true), NULL when there is no scope; and one line of a usage object, live or signed (status,
+ * verify). */
+json_object *ctl_usage_live(const JobPaths *p);
+void ctl_usage_print(const char *prefix, json_object *usage);
+
 /* What `status --json` prints: ctl_job_info_to_json()'s keys plus unit, active_state, sub_state, loaded,
  * status_text (null without a bus: st NULL) and result: null, or {status, exit_status, reason, verified:
  * false} from the peeked result. */
