@@ -237,17 +237,17 @@ if [ "$BACKEND" = runsc ]; then
         # A crashed sentry exits 2, as a payload's `exit 2` does: its crash report (--panic-log) tells them
         # apart. The crash is gVisor's own test switch (a payload's afs_syscall panics the sentry), given to runsc
         # by a wrapper bound over /usr/bin/runsc for that one job's unit; profile none, whose payload has no
-        # seccomp filter to refuse the syscall.
-        in_box sh -c 'cp /usr/bin/runsc /var/tmp/pond-test-runsc-real &&
-                printf "#!/bin/sh\nexec /var/tmp/pond-test-runsc-real --TESTONLY-afs-syscall-panic \"\$@\"\n" \
-                        >/var/tmp/pond-test-runsc-panic && chmod 755 /var/tmp/pond-test-runsc-panic'
+        # seccomp filter to refuse the syscall. Both files in /var/lib: pond-job@'s PrivateTmp hides /var/tmp.
+        in_box sh -c 'mkdir -p /var/lib/pond-test-runsc && cp /usr/bin/runsc /var/lib/pond-test-runsc/real &&
+                printf "#!/bin/sh\nexec /var/lib/pond-test-runsc/real --TESTONLY-afs-syscall-panic \"\$@\"\n" \
+                        >/var/lib/pond-test-runsc/panic && chmod 755 /var/lib/pond-test-runsc/panic'
         for kind in crash exit2; do
                 cmd=(sh -c 'echo running; exit 2')
                 [ "$kind" = exit2 ] ||
                         cmd=(python3 -c 'import ctypes; print("running", flush=True); ctypes.CDLL(None).syscall(183)')
                 id=$(new_id "dying-$kind")
                 d=/run/systemd/system/pond-job@$id.service.d
-                in_box sh -c "mkdir -p $d && printf '[Service]\nBindReadOnlyPaths=/var/tmp/pond-test-runsc-panic:/usr/bin/runsc\n' \
+                in_box sh -c "mkdir -p $d && printf '[Service]\nBindReadOnlyPaths=/var/lib/pond-test-runsc/panic:/usr/bin/runsc\n' \
                         >$d/panic.conf && systemctl daemon-reload"
                 killed_run "$id" none none -- "${cmd[@]}"
                 in_box sh -c "rm -rf $d && systemctl daemon-reload"
@@ -263,7 +263,7 @@ if [ "$BACKEND" = runsc ]; then
                 fi
                 t_eq "runsc: nothing of the $kind job is left" "" "$LEFT"
         done
-        in_box rm -f /var/tmp/pond-test-runsc-real /var/tmp/pond-test-runsc-panic
+        in_box rm -rf /var/lib/pond-test-runsc
 else
         # runc: no runc process outlives the start, so nothing of the runtime runs beside the payload to die.
         id=$(new_id dying-runc)
