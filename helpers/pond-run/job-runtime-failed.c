@@ -126,16 +126,24 @@ int job_runtime_watch(Job *j, sd_event *e) {
                 return 0;
         }
         for (size_t i = 0; i < n && rt->n_helpers < JOB_RUNTIME_HELPERS_MAX; i++) {
+                char name[sizeof rt->helper_names[0]];
+                siginfo_t si = {};
                 pid_t pid = procs[i];
 
-                /* Only this supervisor's children can be waited for: the payload's own processes are not. */
+                /* Only this supervisor's children can be waited for: the payload's own processes are not. A
+                 * child that has ended already (a zombie: no command line either) was a step of the runtime's
+                 * own start, which succeeded: runsc kills such helpers itself, and under load its SIGKILL
+                 * arrived after the start (a `true` job was signed "failed" for it). */
                 if (pid == rt->init_pid || pid == rt->oom_pin.pid ||
-                    waitid(P_PID, (id_t) pid, &(siginfo_t) {}, WEXITED | WNOHANG | WNOWAIT) < 0)
+                    waitid(P_PID, (id_t) pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid == pid)
+                        continue;
+                process_name(pid, name, sizeof name);
+                if (streq(name, "?"))
                         continue;
                 r = sd_event_add_child(e, NULL, pid, WEXITED, on_helper_exit, j);
                 if (r < 0)
                         return log_error_errno(r, "Cannot watch the runtime's process %d: %m", (int) pid);
-                process_name(pid, rt->helper_names[rt->n_helpers], sizeof rt->helper_names[0]);
+                memcpy(rt->helper_names[rt->n_helpers], name, sizeof name);
                 rt->helpers[rt->n_helpers++] = pid;
         }
         if (rt->n_helpers > 0)
