@@ -43,6 +43,7 @@ typedef struct JobInput {
         Policy *policy;
         ResolvedPolicy *resolved;
         const RuntimeProvider *provider;
+        LandlockDecision landlock;      /* the ABI pond-init applies, or why none (landlock.h) */
 } JobInput;
 
 /* input_sha, whichever way it is computed (job-input-hash.c). */
