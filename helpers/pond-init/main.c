@@ -50,7 +50,7 @@ out:
 static int apply(const Ruleset *rs) {
         struct ll_ruleset_attr attr = {
                 .handled_access_fs = ruleset_handled_fs(rs->abi),
-                .handled_access_net = ruleset_handled_net(rs->abi),
+                .handled_access_net = rs->connect_any ? 0 : ruleset_handled_net(rs->abi),
                 .scoped = ruleset_scoped(rs->abi),
         };
         /* the struct as this ABI knows it: an older kernel refuses fields it does not have (E2BIG) */

@@ -116,6 +116,10 @@ int ruleset_parse(int argc, char **argv, Ruleset *ret, const char **ret_error) {
                         rs.abi = (unsigned) n;
                         continue;
                 }
+                if (strcmp(o, "--connect") == 0 && strcmp(v, "any") == 0) {
+                        rs.connect_any = true;
+                        continue;
+                }
                 if (strcmp(o, "--connect") == 0) {
                         if (parse_uint(v, 65535, &n) < 0 || n == 0)
                                 return *ret_error = "--connect: not a TCP port", -EINVAL;
@@ -138,6 +142,8 @@ int ruleset_parse(int argc, char **argv, Ruleset *ret, const char **ret_error) {
         }
         if (rs.abi == 0)
                 return *ret_error = "--abi is required", -EINVAL;
+        if (rs.connect_any && rs.n_ports > 0)
+                return *ret_error = "--connect any and ports together", -EINVAL;
         if (i >= argc || i + 1 >= argc)
                 return *ret_error = "no command after \"--\"", -EINVAL;
         rs.argv = argv + i + 1;

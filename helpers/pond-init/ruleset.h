@@ -30,10 +30,11 @@ typedef struct Ruleset {
         unsigned n_rules;
         uint16_t ports[RULESET_PORTS_MAX]; /* TCP connect allowed to these only (ABI >= 4) */
         unsigned n_ports;
+        bool connect_any;               /* "--connect any": TCP is not Landlock's to restrict */
         char **argv;                    /* the payload's, after "--"; borrowed */
 } Ruleset;
 
-/* pond-init --abi N [--read P] [--rw P] [--dev P] [--exec P] [--connect PORT] -- CMD [ARG...]
+/* pond-init --abi N [--read P] [--rw P] [--dev P] [--exec P] [--connect PORT|any] -- CMD [ARG...]
  * Every path absolute, without "..", at most RULESET_PATHS_MAX of them. -EINVAL with *ret_error (static
  * text) on anything else. */
 int ruleset_parse(int argc, char **argv, Ruleset *ret, const char **ret_error);

@@ -48,6 +48,7 @@ static const char *const dev_files[] = {
 
 typedef struct LandlockFields {
         char *mode;
+        char *tcp_connect;
         unsigned min_abi;
         json_object *exec_allow;
 } LandlockFields;
@@ -59,6 +60,10 @@ static const char *exec_path_check(const char *s) {
                 if ((p == s || p[-1] == '/') && (p[2] == '/' || p[2] == '\0'))
                         return "must not contain \"..\"";
         return NULL;
+}
+
+static const char *tcp_connect_check(const char *s) {
+        return streq(s, "sidecars") || streq(s, "any") ? NULL : "must be \"sidecars\" or \"any\"";
 }
 
 static const char *mode_check(const char *s) {
@@ -73,6 +78,8 @@ int landlock_profile_parse(json_object *o, const char *where, LandlockProfile *r
                   .max = LANDLOCK_ABI_MAX },
                 { "exec_allow", JSON_ARRAY, .offset = offsetof(LandlockFields, exec_allow), .min = 1,
                   .max = LANDLOCK_EXEC_ALLOW_MAX },
+                { "tcp_connect", JSON_STRING, .offset = offsetof(LandlockFields, tcp_connect), .min = 1, .max = 16,
+                  .check = tcp_connect_check },
                 {}
         };
         LandlockFields f = { .min_abi = 1 };
@@ -83,12 +90,14 @@ int landlock_profile_parse(json_object *o, const char *where, LandlockProfile *r
         if (!o)
                 return 0;
         r = json_dispatch(o, where, fields, &f, ret_error);
-        if (r < 0) {
-                free(f.mode);
-                return r;
+        if (r >= 0) {
+                ret->mode = landlock_mode_from_string(f.mode);
+                ret->connect_any = f.tcp_connect && streq(f.tcp_connect, "any");
         }
-        ret->mode = landlock_mode_from_string(f.mode);
         free(f.mode);
+        free(f.tcp_connect);
+        if (r < 0)
+                return r;
         for (size_t i = 0; f.exec_allow && i < json_object_array_length(f.exec_allow); i++) {
                 json_object *e = json_object_array_get_idx(f.exec_allow, i);
                 const char *s = json_object_is_type(e, json_type_string) ? json_object_get_string(e) : NULL;
@@ -195,7 +204,9 @@ int landlock_init_argv(const LandlockDecision *d, const LandlockProfile *p, cons
                 if (r >= 0 && paths->workspace)
                         r = push2(&l, "--exec", "/workspace");
         }
-        for (size_t i = 0; r >= 0 && i < paths->n_ports; i++) {
+        if (r >= 0 && p->connect_any)
+                r = push2(&l, "--connect", "any");
+        for (size_t i = 0; r >= 0 && !p->connect_any && i < paths->n_ports; i++) {
                 snprintf(num, sizeof num, "%u", (unsigned) paths->ports[i]);
                 r = push2(&l, "--connect", num);
         }
@@ -225,5 +236,6 @@ json_object *landlock_decision_to_json(const LandlockDecision *d, const Landlock
                         json_object_array_add(a, json_object_new_string(p->exec_allow[i]));
         }
         json_object_object_add(o, "exec_allow", a);
+        json_object_object_add(o, "tcp_connect", json_object_new_string(p->connect_any ? "any" : "sidecars"));
         return o;
 }

@@ -29,9 +29,11 @@ typedef struct LandlockProfile {
         LandlockMode mode;
         unsigned min_abi;       /* required: at least this ABI (1..LANDLOCK_ABI_MAX; default 1) */
         char **exec_allow;      /* where execution is allowed (directories or files); NULL: the defaults */
+        bool connect_any;       /* "tcp_connect": "any": TCP left to nftables (default "sidecars": only
+                                 * the job's proxy and broker ports) */
 } LandlockProfile;
 
-/* The profile's "landlock" object, strictly: {mode, min_abi?, exec_allow?}; NULL o: off. */
+/* The profile's "landlock" object, strictly: {mode, min_abi?, exec_allow?, tcp_connect?}; NULL o: off. */
 int landlock_profile_parse(json_object *o, const char *where, LandlockProfile *ret, char **ret_error);
 void landlock_profile_done(LandlockProfile *p);
 

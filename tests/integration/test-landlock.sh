@@ -5,7 +5,7 @@
 # its mounts would let it (/dev/mqueue), cannot execute a copy of true from its home (EACCES, outside the
 # allowlist), cannot connect to a TCP port other than its sidecars' (EACCES), while python3, sh, git and a C
 # compiler still work; the same payload in untrusted-code-write (no Landlock) does all of it (the control).
-# untrusted-code-read (best-effort) runs with the kernel's ABI, its home executable. The result records
+# untrusted-code-read (best-effort, TCP left to nftables) runs with the kernel's ABI, its home executable. The result records
 # the ABI. runsc: landlock_create_ruleset is ENOSYS in gVisor (measured here, beside runc's answer for the
 # same probe); best-effort records "not available", required is refused naming gVisor.
 . "$(dirname "${BASH_SOURCE[0]}")/pond.sh"
@@ -107,6 +107,8 @@ if [ "$BACKEND" = runc ]; then
         t_eq "best-effort: job ran" 0 "$RC" || diag "$OUT"
         t_eq "best-effort: /dev/mqueue refused" denied "$(field mqueue)"
         t_eq "best-effort: the home is executable by default" 0 "$(field exec_home)"
+        t_like "best-effort, tcp_connect any: TCP is nftables' (not EACCES)" \
+                '^(ECONNREFUSED|EHOSTUNREACH|ENETUNREACH|timeout)$' "$(field connect_other)"
         t_eq "best-effort: result ABI" "$host_abi" "$(result_field "$id" 'r["landlock"]["abi"]')"
         t_eq "best-effort: python3 works" ok "$(field python)"
 

@@ -29,6 +29,8 @@ TEST(profile_parse) {
                 { "{\"mode\":\"best-effort\"}", NULL },
                 { "{\"mode\":\"required\",\"min_abi\":4,\"exec_allow\":[\"/usr\",\"/usr/bin/python3\"]}", NULL },
                 { "{\"mode\":\"off\"}", NULL },
+                { "{\"mode\":\"best-effort\",\"tcp_connect\":\"any\"}", NULL },
+                { "{\"mode\":\"best-effort\",\"tcp_connect\":\"none\"}", "landlock.tcp_connect: must be" },
                 { "{}", "landlock.mode: missing" },
                 { "{\"mode\":\"strict\"}", "landlock.mode: must be" },
                 { "{\"mode\":\"required\",\"min_abi\":8}", "landlock.min_abi" },
@@ -142,7 +144,7 @@ static int parse_argv(char **argv, Ruleset *rs, const char **err) {
 }
 
 TEST(ruleset_parse_refusals) {
-        static const char *const cases[][8] = {
+        static const char *const cases[][10] = {
                 { "pond-init", "--", "sh", NULL },                          /* no --abi */
                 { "pond-init", "--abi", "8", "--", "sh", NULL },            /* newer than pond-init */
                 { "pond-init", "--abi", "0", "--", "sh", NULL },
@@ -153,6 +155,7 @@ TEST(ruleset_parse_refusals) {
                 { "pond-init", "--abi", "7", "--", NULL },
                 { "pond-init", "--abi", "7", NULL },
                 { "pond-init", "--abi", NULL },
+                { "pond-init", "--abi", "7", "--connect", "any", "--connect", "80", "--", "sh", NULL },
         };
 
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
@@ -233,6 +236,19 @@ TEST(init_argv_readonly_workspace_and_allowlist) {
         EXPECT_FALSE(has_rule(&rs, RULE_EXEC, "/tmp"));
         EXPECT_FALSE(has_rule(&rs, RULE_EXEC, "/home/job"));
         EXPECT_EQ(0U, rs.n_ports);
+        EXPECT_FALSE(rs.connect_any);
+}
+
+TEST(init_argv_connect_any) {
+        _cleanup_strv_free_ char **argv = NULL;
+        const uint16_t ports[] = { 8080 };
+        LandlockProfile p = { .mode = LANDLOCK_BEST_EFFORT, .min_abi = 1, .connect_any = true };
+        LandlockPaths paths = { .home = "/run/h", .ports = ports, .n_ports = 1 };
+        Ruleset rs;
+
+        ASSERT_OK(round_trip(&p, &paths, &argv, &rs));
+        EXPECT_TRUE(rs.connect_any);
+        EXPECT_EQ(0U, rs.n_ports);
 }
 
 TEST(init_argv_needs_an_abi) {
@@ -254,7 +270,7 @@ TEST(result_json) {
 
         ASSERT_TRUE(o != NULL);
         EXPECT_STREQ("{\"mode\":\"best-effort\",\"abi\":0,\"applied\":false,\"reason\":\"gVisor implements no "
-                     "Landlock\",\"exec_allow\":[\"\\/usr\"]}", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+                     "Landlock\",\"exec_allow\":[\"\\/usr\"],\"tcp_connect\":\"sidecars\"}", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
         EXPECT_TRUE(landlock_decision_to_json(&off, &p) == NULL);
 }
 
