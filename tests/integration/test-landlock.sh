@@ -5,9 +5,9 @@
 # its mounts would let it (/dev/mqueue), cannot execute a copy of true from its home (EACCES, outside the
 # allowlist), cannot connect to a TCP port other than its sidecars' (EACCES), while python3, sh, git and a C
 # compiler still work; the same payload in untrusted-code-write (no Landlock) does all of it (the control).
-# untrusted-code-read (best-effort, TCP left to nftables) runs with the kernel's ABI, its home executable. The result records
-# the ABI. runsc: landlock_create_ruleset is ENOSYS in gVisor (measured here, beside runc's answer for the
-# same probe); best-effort records "not available", required is refused naming gVisor.
+# untrusted-code-read (best-effort, TCP left to nftables) runs with the kernel's ABI, its home executable.
+# The result records the ABI. runsc: landlock_create_ruleset is ENOSYS in gVisor (measured here; EPERM
+# behind a confined job's filter); best-effort records "not available", required is refused naming gVisor.
 . "$(dirname "${BASH_SOURCE[0]}")/pond.sh"
 need_box
 
@@ -68,7 +68,8 @@ if [ "$BACKEND" = runc ]; then
         id=$(new_id ll-probe)
         job "$id" untrusted-code-write -- python3 -c "$PROBE_PY"
         t_like "the kernel's Landlock ABI inside a runc job" '^[1-9]' "$(field abi)" || diag "$OUT"
-        host_abi=$(in_box "$PONDCTL" probe --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["landlock"]["abi"])')
+        host_abi=$(in_box "$PONDCTL" probe --json |
+                python3 -c 'import json,sys; print(json.load(sys.stdin)["landlock"]["abi"])')
         t_like "pondctl probe advertises the ABI" '^[1-9]' "$host_abi"
 
         # the control: no Landlock
@@ -78,7 +79,8 @@ if [ "$BACKEND" = runc ]; then
         t_eq "off: /dev/mqueue is writable by its mount" written "$(field mqueue)"
         t_eq "off: /proc/self/comm is writable by its mount" written "$(field proc)"
         t_eq "off: a copy of true runs from the home" 0 "$(field exec_home)"
-        t_like "off: another port on the proxy's address is not EACCES" '^(ECONNREFUSED|EHOSTUNREACH|timeout|connected)$' \
+        t_like "off: another port on the proxy's address is not EACCES" \
+                '^(ECONNREFUSED|EHOSTUNREACH|timeout|connected)$' \
                 "$(field connect_other)"
         t_eq "off: no landlock in the result" None "$(result_field "$id" 'r.get("landlock")')"
 
@@ -121,7 +123,8 @@ else
         # default action (EPERM) answers first
         id=$(new_id ll-probe)
         job "$id" none -- python3 -c "$PROBE_PY"
-        t_eq "gVisor: landlock_create_ruleset is ENOSYS" "abi=Function not implemented" "abi=$(field abi)" || diag "$OUT"
+        t_eq "gVisor: landlock_create_ruleset is ENOSYS" "abi=Function not implemented" "abi=$(field abi)" ||
+                diag "$OUT"
         id=$(new_id ll-probe)
         job "$id" untrusted-code-write -- python3 -c "$PROBE_PY"
         t_like "gVisor, confined: refused (EPERM by the filter, or ENOSYS)" \

@@ -270,7 +270,8 @@ TEST(result_json) {
 
         ASSERT_TRUE(o != NULL);
         EXPECT_STREQ("{\"mode\":\"best-effort\",\"abi\":0,\"applied\":false,\"reason\":\"gVisor implements no "
-                     "Landlock\",\"exec_allow\":[\"\\/usr\"],\"tcp_connect\":\"sidecars\"}", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+                     "Landlock\",\"exec_allow\":[\"\\/usr\"],\"tcp_connect\":\"sidecars\"}",
+                     json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
         EXPECT_TRUE(landlock_decision_to_json(&off, &p) == NULL);
 }
 
