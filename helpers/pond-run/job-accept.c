@@ -9,6 +9,7 @@
 #include "dirs.h"
 #include "job.h"
 #include "log.h"
+#include "string-util.h"
 
 #define SPEC_MAX (1024 * 1024)
 
@@ -36,6 +37,30 @@ static int read_spec(Job *j) {
         return 0;
 }
 
+/* The profile's Landlock, decided for this backend and kernel: pond-init applies exactly this ABI (or the
+ * payload does not start), so the result can say which; a profile that requires more is refused here. */
+static int landlock_accept(Job *j) {
+        JobInput *in = &j->input;
+        _cleanup_free_ char *err = NULL;
+        const char *host_reason = NULL;
+        unsigned host_abi = landlock_host_abi(&host_reason);
+        int r;
+
+        r = landlock_decide(&in->resolved->landlock, in->resolved->backend, host_abi, host_reason, &in->landlock,
+                            &err);
+        if (r < 0)
+                return job_fail(j, r, "%s", err ?: "landlock: refused");
+        if (in->landlock.abi > 0) {
+                _cleanup_free_ char *init = path_join(pond_dir(POND_DIR_LIBEXEC), "pond-init");
+
+                if (!init)
+                        return -ENOMEM;
+                if (access(init, X_OK) < 0)
+                        return job_fail(j, -errno, "landlock: %s is missing: %s", init, strerror(errno));
+        }
+        return 0;
+}
+
 static int resolve(Job *j) {
         _cleanup_free_ char *err = NULL;
         JobInput *in = &j->input;
@@ -56,7 +81,7 @@ static int resolve(Job *j) {
         r = in->provider->check(&err);
         if (r < 0)
                 return job_fail(j, -EOPNOTSUPP, "%s", err ?: "backend cannot run here");
-        return 0;
+        return landlock_accept(j);
 }
 
 /* The profile's "images" decide, by digest or by any name the image has here (docs/images.md). */

@@ -157,6 +157,8 @@ static void add_posture(Job *j, json_object *o) {
                 json_object_object_add(o, "log", log_stats);
         json_object_object_add(o, "resources", job_resview_json(j));
         json_object_object_add(o, "usage", job_usage_json(j));
+        if (res && in->landlock.decided && res->landlock.mode != LANDLOCK_OFF)
+                json_object_object_add(o, "landlock", landlock_decision_to_json(&in->landlock, &res->landlock));
         json_object_object_add(o, "network", json_str(res ? net_posture_to_string(res->net) : NULL));
         if (j->sidecars[POND_SIDECAR_EGRESS].stats)
                 json_object_object_add(o, "egress", json_object_get(j->sidecars[POND_SIDECAR_EGRESS].stats));

@@ -7,13 +7,34 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "dirs.h"
 #include "fileio.h"
 #include "job.h"
 #include "log.h"
+#include "net.h"
 #include "oci.h"
+#include "string-util.h"
+
+/* pond-init's command line: the job's writable mounts and its sidecars' ports (docs/threat-model.md). */
+static int landlock_argv(const Job *j, char ***ret) {
+        uint16_t ports[2];
+        LandlockPaths lp = {
+                .workspace = j->staging.stage.workspace,
+                .workspace_readonly = j->staging.stage.readonly || j->input.resolved->fs == FS_READONLY,
+                .home = j->home.path,
+                .ports = ports,
+        };
+
+        if (j->sidecars[POND_SIDECAR_BROKER].config)
+                ports[lp.n_ports++] = NET_BROKER_PORT;
+        if (j->sidecars[POND_SIDECAR_EGRESS].config)
+                ports[lp.n_ports++] = NET_PROXY_PORT;
+        return landlock_init_argv(&j->input.landlock, &j->input.resolved->landlock, &lp, ret);
+}
 
 static int build_config(const Job *j, json_object **ret) {
-        _cleanup_free_ char *cgpath = NULL;
+        _cleanup_free_ char *cgpath = NULL, *init = NULL;
+        _cleanup_strv_free_ char **init_argv = NULL;
         const JobInput *in = &j->input;
         const JobStaging *s = &j->staging;
         OciPaths paths = {
@@ -41,6 +62,16 @@ static int build_config(const Job *j, json_object **ret) {
         if (asprintf(&cgpath, "%s/payload", j->paths.scope_cgroup) < 0)
                 return -ENOMEM;
         paths.cgroups_path = cgpath;
+        if (j->input.landlock.abi > 0) {
+                init = path_join(pond_dir(POND_DIR_LIBEXEC), "pond-init");
+                if (!init)
+                        return -ENOMEM;
+                r = landlock_argv(j, &init_argv);
+                if (r < 0)
+                        return r;
+                paths.init = init;
+                paths.init_argv = init_argv;
+        }
         r = oci_config_build(in->resolved, in->spec, in->policy->seccomp, &paths, ret);
         if (r >= 0 && in->provider->adjust_config)
                 r = in->provider->adjust_config(in->resolved, *ret);

@@ -44,6 +44,7 @@ typedef struct JobInput {
         Policy *policy;
         ResolvedPolicy *resolved;
         const RuntimeProvider *provider;
+        LandlockDecision landlock;      /* the ABI pond-init applies, or why none (landlock.h) */
 } JobInput;
 
 /* The job's place under the worker's admission ceiling (job-admit.c). */

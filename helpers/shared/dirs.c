@@ -15,6 +15,7 @@ static const struct {
         [POND_DIR_KEY] = { NULL, POND_KEYDIR },
         [POND_DIR_NFT] = { NULL, POND_NFTDIR },
         [POND_DIR_CONFIG] = { "POND_CONFDIR", POND_CONFDIR },
+        [POND_DIR_LIBEXEC] = { NULL, POND_LIBEXECDIR },
 };
 
 const char *pond_dir(PondDir d) {

@@ -11,6 +11,7 @@ typedef enum PondDir {
         POND_DIR_KEY,           /* the worker's keys (no override: the pinned keys are not relocatable) */
         POND_DIR_NFT,           /* nftables templates (no override; $POND_NFT_TEMPLATE names a file) */
         POND_DIR_CONFIG,        /* the operator's site settings, SYSCONFDIR/pond: $POND_CONFDIR */
+        POND_DIR_LIBEXEC,       /* pond-run and pond-init (no override: pond-init is bound into jobs) */
         _POND_DIR_MAX,
 } PondDir;
 

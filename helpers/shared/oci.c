@@ -220,6 +220,18 @@ void oci_job_rlimits(const ResolvedPolicy *r, int resources[OCI_JOB_RLIMITS], st
         }
 }
 
+/* The payload's command, behind pond-init where the profile has Landlock. */
+static json_object *build_args(const JobSpec *spec, const OciPaths *paths) {
+        json_object *a = strv_to_json((const char *const *) paths->init_argv);
+
+        for (size_t i = 0; a && spec->command[i]; i++)
+                if (push(a, json_object_new_string(spec->command[i])) < 0) {
+                        json_object_put(a);
+                        return NULL;
+                }
+        return a;
+}
+
 static int build_process(const ResolvedPolicy *r, const JobSpec *spec, const OciPaths *paths,
                          json_object *p) {
         _cleanup_strv_free_ char **env = NULL;
@@ -242,7 +254,7 @@ static int build_process(const ResolvedPolicy *r, const JobSpec *spec, const Oci
                                 return -ENOMEM;
         }
         if (json_add(p, "terminal", json_object_new_boolean(false)) < 0 || json_add(p, "user", build_user()) < 0 ||
-            json_add(p, "args", strv_to_json((const char *const *) spec->command)) < 0 ||
+            json_add(p, "args", build_args(spec, paths)) < 0 ||
             json_add(p, "env", strv_to_json((const char *const *) env)) < 0 ||
             json_add(p, "cwd",
                      json_object_new_string(paths->workspace ? "/workspace" : paths->image_workdir ?: "/")) < 0 ||
@@ -308,6 +320,10 @@ static int push_job_mounts(const ResolvedPolicy *r, const OciPaths *paths, json_
         /* the confined job's private home: a size-capped tmpfs of its own, written before it starts */
         if (paths->home &&
             push_mount(m, HOME_DIR, "bind", paths->home, OPTS("rbind", "rw", "nosuid", "nodev")) < 0)
+                return -ENOMEM;
+        /* a file in the runtime's /dev tmpfs: every image has room for it there */
+        if (paths->init &&
+            push_mount(m, LANDLOCK_INIT_PATH, "bind", paths->init, OPTS("bind", "ro", "nosuid", "nodev")) < 0)
                 return -ENOMEM;
         return 0;
 }
@@ -442,6 +458,9 @@ static int check_inputs(const ResolvedPolicy *r, const JobSpec *spec, json_objec
                 return -EINVAL;
         /* absolute, below the scope, and without "..": the container's cgroup stays below the job's scope */
         if (!paths->rootfs || !paths->cgroups_path || strstr(paths->cgroups_path, ".."))
+                return -EINVAL;
+        /* pond-init and its command line come together, and only to a confined job */
+        if (!paths->init != !paths->init_argv || (paths->init && !r->confined))
                 return -EINVAL;
         /* a range of its own: never uid 0 on the host, and JOB_UID inside it */
         if (paths->userns &&

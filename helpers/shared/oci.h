@@ -30,6 +30,8 @@ typedef struct OciPaths {
         const char *userns;        /* the job's user namespace to join by path (runc), or NULL: none */
         uid_t userns_base;         /* its ids 0..userns_size-1 are userns_base.. on the host */
         uint32_t userns_size;
+        const char *init;          /* pond-init on the host, bound read-only at LANDLOCK_INIT_PATH, or NULL */
+        char *const *init_argv;    /* its argv up to "--" (landlock_init_argv()): the payload's command follows */
 } OciPaths;
 
 /* The job's rlimits (nofile, nproc, core), as config.json has them without a user namespace. With one, the

@@ -10,6 +10,7 @@
 #include "image-name.h"
 #include "json-strict.h"
 #include "log.h"
+#include "string-util.h"
 #include "policy.h"
 #include "runtime.h"
 #include "seccomp-check.h"
@@ -242,7 +243,7 @@ int policy_resolve(const Policy *p, const SandboxBlock *block, ResolvedPolicy **
         _cleanup_(resolved_policy_freep) ResolvedPolicy *r = NULL;
         json_object *profiles = json_get(p->profiles, "profiles"), *knobs = json_get(p->profiles, "knobs"), *prof;
         json_object *backends = json_get(p->profiles, "backends");
-        _cleanup_free_ char *known = keys_joined(profiles), *known_backends = keys_joined(backends);
+        _cleanup_free_ char *known = keys_joined(profiles), *known_backends = keys_joined(backends), *where = NULL;
         const char *backend, *default_backend;
         int k;
 
@@ -282,6 +283,14 @@ int policy_resolve(const Policy *p, const SandboxBlock *block, ResolvedPolicy **
                 ? resource_view_mode_from_string(json_object_get_string(json_get(prof, "resource_view")))
                 : RESOURCE_VIEW_BEST_EFFORT;
         r->on_sidecar_death = sidecar_death_from_string(json_object_get_string(json_get(prof, "on_sidecar_death")));
+        where = strdupf("policy: profiles.%s.landlock", block->profile);
+        if (!where)
+                return -ENOMEM;
+        k = landlock_profile_parse(json_get(prof, "landlock"), where, &r->landlock, ret_error);
+        if (k < 0)
+                return k;
+        if (r->landlock.mode != LANDLOCK_OFF && !r->confined)
+                return fail(ret_error, "policy: profile %s: landlock needs a confined profile", block->profile);
 
         json_object_object_foreach(json_get(prof, "defaults"), dk, dv) {
                 k = knob_apply(knobs, r, dk, dv, ret_error);
@@ -323,6 +332,7 @@ ResolvedPolicy *resolved_policy_free(ResolvedPolicy *r) {
         free(r->tier);
         free(r->image);
         strv_free(r->images_allowed);
+        landlock_profile_done(&r->landlock);
         free(r);
         return NULL;
 }

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <json-c/json.h>
 
+#include "landlock.h" /* LandlockProfile */
 #include "resview.h" /* ResourceViewMode */
 #include "size.h" /* parse_size(), declared here once */
 #include "spec.h"
@@ -68,6 +69,7 @@ typedef struct ResolvedPolicy {
         uint64_t nproc;
         ResourceViewMode resource_view; /* when the job's view of its resources cannot be had */
         SidecarDeath on_sidecar_death;
+        LandlockProfile landlock;       /* the profile's "landlock" (absent: off) */
 } ResolvedPolicy;
 
 int policy_load(const char *dir, Policy **ret, char **ret_error);

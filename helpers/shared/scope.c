@@ -9,7 +9,10 @@
 #include "log.h"
 #include "scope.h"
 
-#define SCOPE_WAIT_USEC (30ULL * 1000 * 1000)
+/* How long a unit's start (a scope, a sidecar) may take before the job fails: a guard against a hang, not a
+ * performance bound. 16 runsc jobs at once on 2 CPUs (load 11) took systemd over 30 s to start a sidecar's
+ * unit; the supervisor's own unit allows 90 s to READY, which the rest of its start-up must fit in too. */
+#define SCOPE_WAIT_USEC (60ULL * 1000 * 1000)
 
 #define SD_DESTINATION "org.freedesktop.systemd1"
 #define SD_PATH "/org/freedesktop/systemd1"

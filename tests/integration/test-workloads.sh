@@ -19,6 +19,9 @@ need_box
 # of 1105 for the probe's 34-process pipeline), so at the default 1024 the whole sandbox dies mid-case now and
 # then, its output cut short. 4096 leaves room on both backends. A case gets a wall clock of its own so that
 # a hang fails that case, not the whole script's meson time-out.
+# POND_TEST_PROFILE: untrusted-code-locked runs every case under Landlock (its exec allowlist, writes only to
+# the workspace, /tmp, the home and /dev/shm, TCP to the proxy only): the toolchains must not notice.
+PROFILE=${POND_TEST_PROFILE:-untrusted-code-write}
 CASE_TIMEOUT=300
 CASE_PIDS=4096
 PATH_JOB=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin
@@ -78,7 +81,7 @@ in_pond() {
         id=$(new_id "wl-$1")
         ids+=("$id")
         PID_LAST=$id
-        POUT=$(pond run --quiet --job-id "$id" --backend "$BACKEND" --profile untrusted-code-write \
+        POUT=$(pond run --quiet --job-id "$id" --backend "$BACKEND" --profile "$PROFILE" \
                 --checkout "$fx/co" --timeout "$CASE_TIMEOUT" --pids "$CASE_PIDS" -- bash case.sh "$1" 2>&1)
         PRC=$?
         rcs+=("$PRC")

@@ -259,6 +259,43 @@ TEST(home_mount_and_environment) {
         ASSERT_TRUE(strv_has(env_none, "HOME=/tmp"));
 }
 
+/* Under a Landlock profile pond-init is the process, the command after its "--", bound read-only. */
+TEST(pond_init_in_front_of_the_command) {
+        _cleanup_json_ json_object *sc = seccomp_policy(), *c = NULL, *c2 = NULL;
+        ResolvedPolicy r = policy(true, FS_OVERLAY, NET_ALLOWLIST), none = policy(false, FS_HOST, NET_OPEN);
+        char *init_argv[] = { "/dev/.pond-init", "--abi", "7", "--", NULL };
+        JobSpec s = spec();
+        OciPaths p = paths(false, NULL);
+        json_object *args, *m;
+
+        p.init = "/opt/pond/libexec/pond-init";
+        p.init_argv = init_argv;
+        ASSERT_OK(oci_config_build(&r, &s, sc, &p, &c));
+        args = jpath(c, "process.args");
+        ASSERT_EQ((size_t) 7, json_object_array_length(args));
+        EXPECT_STREQ("/dev/.pond-init", json_object_get_string(json_object_array_get_idx(args, 0)));
+        EXPECT_STREQ("--", json_object_get_string(json_object_array_get_idx(args, 3)));
+        EXPECT_STREQ("python3", json_object_get_string(json_object_array_get_idx(args, 4)));
+        EXPECT_STREQ("pytest", json_object_get_string(json_object_array_get_idx(args, 6)));
+        m = find_mount(c, "/dev/.pond-init");
+        ASSERT_TRUE(m);
+        EXPECT_STREQ("/opt/pond/libexec/pond-init", json_object_get_string(jpath(m, "source")));
+        EXPECT_TRUE(has_string(jpath(m, "options"), "ro"));
+        EXPECT_TRUE(has_string(jpath(m, "options"), "nosuid"));
+        /* the two together, and never for profile none */
+        p.init_argv = NULL;
+        EXPECT_ERROR(EINVAL, oci_config_build(&r, &s, sc, &p, &c2));
+        p.init_argv = init_argv;
+        EXPECT_ERROR(EINVAL, oci_config_build(&none, &s, NULL, &p, &c2));
+        /* without it: the command itself */
+        json_object_put(c);
+        p.init = NULL;
+        p.init_argv = NULL;
+        ASSERT_OK(oci_config_build(&r, &s, sc, &p, &c));
+        EXPECT_STREQ("python3", json_object_get_string(json_object_array_get_idx(jpath(c, "process.args"), 0)));
+        EXPECT_TRUE(find_mount(c, "/dev/.pond-init") == NULL);
+}
+
 TEST(workspace_readonly_posture_wins_over_paths) {
         _cleanup_json_ json_object *c = build(true, FS_READONLY, NET_BROKER_ONLY, false, NULL);
 
