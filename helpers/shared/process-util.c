@@ -230,3 +230,41 @@ void sigkill_wait(PidRef *p) {
         }
         pidref_done(p);
 }
+
+int fork_parked(const char *name, int (*in_child)(void *userdata), void *userdata, const int except_fds[],
+                size_t n_except_fds, PidRef *ret) {
+        _cleanup_(sigkill_waitp) PidRef child = PIDREF_NULL;
+        int sync_pipe[2], keep[FORK_EXCEPT_FDS_MAX], r;
+        char c;
+
+        if (n_except_fds >= FORK_EXCEPT_FDS_MAX)
+                return -E2BIG;
+        if (pipe2(sync_pipe, O_CLOEXEC) < 0)
+                return -errno;
+        for (size_t i = 0; i < n_except_fds; i++)
+                keep[i] = except_fds[i];
+        keep[n_except_fds] = sync_pipe[1];
+        r = safe_fork_full(name, NULL, keep, n_except_fds + 1, FORK_RESET_SIGNALS | FORK_DEATHSIG | FORK_CLOSE_ALL_FDS,
+                           &child);
+        if (r < 0) {
+                (void) close(sync_pipe[0]);
+                (void) close(sync_pipe[1]);
+                return r;
+        }
+        if (r == 0) {
+                if (in_child(userdata) < 0)
+                        _exit(1);
+                (void) write(sync_pipe[1], "x", 1);
+                pause();
+                _exit(0);
+        }
+        (void) close(sync_pipe[1]);
+        /* EOF: in_child failed and the child exited. */
+        r = read(sync_pipe[0], &c, 1) == 1 ? 0 : -EPERM;
+        (void) close(sync_pipe[0]);
+        if (r < 0)
+                return r;
+        *ret = child;
+        child = (PidRef) PIDREF_NULL;
+        return 0;
+}

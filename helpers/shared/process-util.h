@@ -48,6 +48,13 @@ static inline int safe_fork(const char *name, ForkFlags flags, PidRef *ret) {
         return safe_fork_full(name, NULL, NULL, 0, flags, ret);
 }
 
+/* Forks a child that runs in_child(userdata) (in the child: only except_fds and stdio stay open) and, if that
+ * returned >= 0, waits to be killed: a process that exists only to hold what it made (a namespace) while
+ * the parent uses it through /proc/PID. Returns once in_child has returned: 0 and the child in *ret (the
+ * caller kills it, sigkill_waitp), or -EPERM if in_child failed (the child has exited). */
+int fork_parked(const char *name, int (*in_child)(void *userdata), void *userdata, const int except_fds[],
+                size_t n_except_fds, PidRef *ret);
+
 /* In a child: closes every fd above stderr except the listed ones (close_range, else one by one). */
 int close_all_fds(const int except_fds[], size_t n_except_fds);
 

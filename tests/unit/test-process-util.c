@@ -276,3 +276,24 @@ TEST(rearranged_stdio) {
 }
 
 TEST_MAIN()
+
+static int child_ok(void *userdata) {
+        return *(int *) userdata;
+}
+
+/* fork_parked: the child is parked (alive, waiting) once in_child succeeded; a failing in_child is -EPERM
+ * and leaves no child behind. */
+TEST(fork_parked_holds_or_fails) {
+        _cleanup_(sigkill_waitp) PidRef child = PIDREF_NULL;
+        siginfo_t si = {};
+        int ok = 0, bad = -EINVAL;
+
+        ASSERT_OK(fork_parked("(test-parked)", child_ok, &ok, NULL, 0, &child));
+        ASSERT_TRUE(child.pid > 0);
+        ASSERT_EQ(0, waitid(P_PID, (id_t) child.pid, &si, WEXITED | WNOHANG | WNOWAIT));
+        EXPECT_EQ(0, si.si_pid);        /* still running */
+        sigkill_wait(&child);
+        EXPECT_EQ(0, child.pid);
+        ASSERT_ERROR(EPERM, fork_parked("(test-parked)", child_ok, &bad, NULL, 0, &child));
+        EXPECT_EQ(0, child.pid);
+}

@@ -38,32 +38,20 @@ static int netns_bind(const char *path) {
 
 /* A namespace owned by the user namespace userns_fd: the child joins that namespace first, so it can no
  * longer mount in ours; it waits while we bind its namespace, then is killed. */
+static int join_userns_and_unshare(void *userdata) {
+        int userns_fd = *(const int *) userdata;
+
+        return setns(userns_fd, CLONE_NEWUSER) < 0 || unshare(CLONE_NEWNET) < 0 ? -errno : 0;
+}
+
 static int netns_bind_in_userns(const char *path, int userns_fd) {
         _cleanup_(sigkill_waitp) PidRef child = PIDREF_NULL;
-        _cleanup_close_ int rd = -EBADF, wr = -EBADF;
-        int sync_pipe[2], except[2], r;
-        char c, ns[64];
+        char ns[64];
+        int r;
 
-        if (pipe2(sync_pipe, O_CLOEXEC) < 0)
-                return -errno;
-        rd = sync_pipe[0];
-        wr = sync_pipe[1];
-        except[0] = wr;
-        except[1] = userns_fd;
-        r = safe_fork_full("(pond-netns)", NULL, except, 2, FORK_RESET_SIGNALS | FORK_DEATHSIG | FORK_CLOSE_ALL_FDS,
-                           &child);
+        r = fork_parked("(pond-netns)", join_userns_and_unshare, &userns_fd, &userns_fd, 1, &child);
         if (r < 0)
                 return r;
-        if (r == 0) {
-                if (setns(userns_fd, CLONE_NEWUSER) < 0 || unshare(CLONE_NEWNET) < 0)
-                        _exit(1);
-                (void) write(wr, "x", 1);
-                pause();
-                _exit(0);
-        }
-        wr = safe_close(wr);
-        if (read(rd, &c, 1) != 1)
-                return -EPERM;
         snprintf(ns, sizeof ns, "/proc/%d/ns/net", (int) child.pid);
         if (mount(ns, path, NULL, MS_BIND, NULL) < 0)
                 return -errno;

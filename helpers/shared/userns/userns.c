@@ -30,39 +30,19 @@ static int write_id_map(pid_t pid, const char *which, const char *map) {
         return write_all(fd, map, strlen(map));
 }
 
-/* Forks a child that becomes uid/gid owner (if owner != 0), unshares a user namespace and waits to be
- * killed; returns once the namespace exists. The caller maps it through /proc/PID and kills the child. */
-static int fork_namespace_owner(uid_t owner, PidRef *ret_child) {
-        _cleanup_(sigkill_waitp) PidRef child = PIDREF_NULL;
-        _cleanup_close_ int rd = -EBADF, wr = -EBADF;
-        int sync_pipe[2], r;
-        char c;
+static int become_owner_and_unshare(void *userdata) {
+        uid_t owner = *(const uid_t *) userdata;
 
-        if (pipe2(sync_pipe, O_CLOEXEC) < 0)
+        if (owner != 0 && (setgroups(0, NULL) < 0 || setresgid(owner, owner, owner) < 0 ||
+                           setresuid(owner, owner, owner) < 0))
                 return -errno;
-        rd = sync_pipe[0];
-        wr = sync_pipe[1];
-        r = safe_fork_full("(pond-userns)", NULL, &wr, 1, FORK_RESET_SIGNALS | FORK_DEATHSIG | FORK_CLOSE_ALL_FDS,
-                           &child);
-        if (r < 0)
-                return r;
-        if (r == 0) {
-                if (owner != 0 && (setgroups(0, NULL) < 0 || setresgid(owner, owner, owner) < 0 ||
-                                   setresuid(owner, owner, owner) < 0))
-                        _exit(1);
-                if (unshare(CLONE_NEWUSER) < 0)
-                        _exit(1);
-                (void) write(wr, "x", 1);
-                pause();
-                _exit(0);
-        }
-        wr = safe_close(wr);
-        /* EOF: the child could not become the owner or unshare, and exited. */
-        if (read(rd, &c, 1) != 1)
-                return -EPERM;
-        *ret_child = child;
-        child = (PidRef) PIDREF_NULL;
-        return 0;
+        return unshare(CLONE_NEWUSER) < 0 ? -errno : 0;
+}
+
+/* A child that became uid/gid owner (if owner != 0) and unshared a user namespace, parked: the caller maps
+ * the namespace through /proc/PID and kills the child. */
+static int fork_namespace_owner(uid_t owner, PidRef *ret_child) {
+        return fork_parked("(pond-userns)", become_owner_and_unshare, &owner, NULL, 0, ret_child);
 }
 
 int userns_map_one(uid_t inside_uid, gid_t inside_gid, uid_t outside_uid, gid_t outside_gid, int *ret_fd) {
