@@ -111,7 +111,9 @@ static inline size_t strv_length(char * const *l) {
 
 #define streq(a, b) (strcmp((a), (b)) == 0)
 /* Equal strings, or both NULL. */
-#define streq_ptr(a, b) ((a) && (b) ? streq((a), (b)) : (a) == (b))
+static inline bool streq_ptr(const char *a, const char *b) {
+        return a && b ? streq(a, b) : a == b;
+}
 
 #include <time.h>
 #include <stdint.h>
