@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* job-userns.c: the job's own host uid range (providers that run the payload on the host kernel: runc).
- * Leased at staging, before anything of the job exists; the job's user namespace is created owned by the
- * range's first uid and pinned in the run directory; the network namespace is made inside it, the
- * checkout, the root and the home are shown through it. Given back last in the teardown, and only once
+ * Leased once the run directory exists (and the sidecars are starting), before the job's network
+ * namespace, workspace and root; the job's user namespace is created owned by the range's first uid and
+ * pinned in the run directory; the network namespace is made inside it, the checkout, the root and the
+ * home are shown through it. Given back last in the teardown, and only once
  * /proc shows no process of the range. docs/threat-model.md, "One host uid range per job". */
 #include <fcntl.h>
 #include <stdio.h>
