@@ -35,7 +35,8 @@ gid_t job_host_gid(const Job *j) {
 
 /* The runtime's steps run as root in the job's namespace (the range's first uid on the host): they must
  * be able to look up the bundle's mount sources, so the directories above them can be searched by anyone
- * (not read: the job ids below are not listed) and the job's directory by the range's group. */
+ * (not read: the job ids below are not listed) and the job's directory by the range's group. tmpfiles
+ * makes the two above 0711 at boot; set here again since mkdir_p() may have made them 0700 first. */
 static int open_path_to_run_dir(const Job *j) {
         const char *dirs[] = { j->paths.rundir, NULL };
         _cleanup_free_ char *jobs = NULL;
