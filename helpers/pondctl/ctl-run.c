@@ -37,6 +37,8 @@ static const struct option run_options[] = {
         { "spec", required_argument, NULL, ARG_SPEC },
         { "pubkey", required_argument, NULL, ARG_PUBKEY },
         { "quiet", no_argument, NULL, 'q' },
+        { "tty", no_argument, NULL, 't' },
+        { "interactive", no_argument, NULL, 'i' },
         {}
 };
 
@@ -97,6 +99,8 @@ static int parse_one(CtlRunArgs *a, int c, char *arg) {
         case ARG_SPEC:       a->spec_file = arg; return 0;
         case ARG_PUBKEY:     a->pubkey = arg; return 0;
         case 'q':            a->quiet = true; return 0;
+        case 't':            o->tty = true; return 0;
+        case 'i':            o->stdin_open = true; return 0;
         case ARG_ALLOW_HOST: return list_add(&o->allow_hosts, arg);
         case ARG_OUTPUT:     return list_add(&o->outputs, arg);
         case ARG_ENV:        return list_add(&o->env, arg);
@@ -122,7 +126,7 @@ int ctl_run_parse_argv(int argc, char *argv[], CtlRunArgs *ret) {
         int c, r;
 
         optind = 0; /* full re-initialization: verbs parse their own options */
-        while ((c = getopt_long(argc, argv, "+q", run_options, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, "+qti", run_options, NULL)) >= 0) {
                 r = parse_one(&a, c, optarg);
                 if (r < 0)
                         return r;
@@ -191,6 +195,7 @@ int ctl_verb_run(int argc, char *argv[]) {
         _cleanup_(ctl_run_args_done) CtlRunArgs a = {};
         _cleanup_(job_paths_done) JobPaths paths = {};
         _cleanup_(ctl_log_follower_done) CtlLogFollower log = CTL_LOG_FOLLOWER_NULL;
+        _cleanup_(ctl_console_done) CtlConsole console = { .pump = PIDREF_NULL };
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_free_ char *spec = NULL, *id = NULL, *log_dir = NULL;
         uint8_t pk[KEY_SIGN_PUBLIC_SIZE];
@@ -215,6 +220,19 @@ int ctl_verb_run(int argc, char *argv[]) {
                 log_info("Started job %s (pond-job@%s.service).", id, id);
         /* A reader that goes away must not kill us mid-wait: the job would run on unattended. */
         (void) signal(SIGPIPE, SIG_IGN);
+        if (a.spec.tty || a.spec.stdin_open) {
+                /* the console appears once the payload runs; a job that never gets there has a result */
+                console = (CtlConsole) { .bus = bus, .paths = &paths, .job_id = id, .wait = true,
+                                         .pump = PIDREF_NULL };
+                r = ctl_console_session(&console);
+                if (r >= 0 && console.detached) {
+                        log_info("Detached from job %s; it runs on (pondctl attach %s).", id, id);
+                        return CTL_EXIT_OK;
+                }
+                if (r >= 0 && console.tty) /* its output came through the terminal, and is in the result */
+                        return ctl_wait(&(CtlWait) { .bus = bus, .job_id = id, .paths = &paths, .pk = pk,
+                                                     .quiet = a.quiet });
+        }
         if (asprintf(&log_dir, "%s/log", paths.spool) < 0 ||
             ctl_log_follower_init(&log, log_dir, STDOUT_FILENO, STDERR_FILENO) < 0)
                 return ctl_fail(CTL_EXIT_FAILED, "Out of memory.");

@@ -16,6 +16,7 @@
 #include "output.h"
 #include "paths.h"
 #include "policy.h"
+#include "process-util.h"
 #include "spec.h"
 #include "unit-name.h"
 
@@ -58,6 +59,8 @@ typedef struct CtlSpecOptions {
         char **outputs;
         char **env;                /* "K=V" */
         char **command;
+        bool tty;                  /* -t: "tty": true (and "stdin") */
+        bool stdin_open;           /* -i: "stdin": true */
 } CtlSpecOptions;
 
 /* The JSON object of a spec: base (a parsed spec file, or NULL for an empty one) with the options applied.
@@ -162,6 +165,22 @@ int ctl_wait(CtlWait *w);
 int ctl_wait_to_json(const char *job_id, const char *result_dir, int exit_status, json_object *verified,
                      json_object **ret);
 
+/* ctl-console.c: the caller's end of a job's console socket (console.h). */
+typedef struct CtlConsole {
+        sd_bus *bus;              /* to see a job that ended before its console appeared; may be NULL */
+        const JobPaths *paths;
+        const char *job_id;
+        bool wait;                /* wait for the console while the job is being set up (run) */
+        bool tty;                 /* out: a tty job (output came through the console), else stdin only */
+        bool detached;            /* out: the caller detached (Ctrl-]); the job runs on */
+        PidRef pump;              /* a stdin job: the child relaying stdin while the log is followed */
+} CtlConsole;
+
+/* Attaches: a tty job is relayed until it ends or the caller detaches; a stdin job's stdin is relayed by a
+ * child (c->pump) and this returns at once. -ESRCH: the job is not running (not said when c->wait). */
+int ctl_console_session(CtlConsole *c);
+void ctl_console_done(CtlConsole *c);
+
 /* ctl-submit.c */
 /* Writes spec to STATEDIR/jobs/ID/job.json (a new spool entry; ids are never reused) and starts the unit,
  * connecting *bus first if it is NULL. Returns 0, or the exit status to fail with having logged why:
@@ -254,6 +273,8 @@ int ctl_verb_list(int argc, char *argv[]);
 int ctl_verb_result(int argc, char *argv[]);
 int ctl_verb_verify(int argc, char *argv[]);
 int ctl_verb_quorum(int argc, char *argv[]);
+int ctl_verb_attach(int argc, char *argv[]);
+int ctl_verb_exec(int argc, char *argv[]);
 int ctl_verb_keygen(int argc, char *argv[]);
 int ctl_verb_hash_input(int argc, char *argv[]);
 /* ctl-image.c */

@@ -545,6 +545,8 @@ static const JsonField top_fields[] = {
         { "outputs",     JSON_ANY,    .callback = parse_outputs },
         { "credentials", JSON_ANY,    .callback = parse_credentials },
         { "home_files",  JSON_ANY,    .callback = parse_home_files },
+        { "tty",         JSON_BOOL,   .offset = offsetof(JobSpec, tty) },
+        { "stdin",       JSON_BOOL,   .offset = offsetof(JobSpec, stdin_open) },
         {}
 };
 
