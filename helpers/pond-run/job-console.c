@@ -8,6 +8,7 @@
  * output kept for the next one (the last CONSOLE_BACKLOG bytes). The same socket takes exec requests
  * (job-exec.c). */
 #include <fcntl.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -116,19 +117,24 @@ static void master_update(JobConsole *c) {
 static void input_flush(JobConsole *c) {
         int fd = input_fd(c);
 
-        while (c->in_len > 0) {
+        while (c->in_len > 0 && fd >= 0) {
                 ssize_t n = fd >= 0 ? write(fd, c->in, c->in_len) : -1;
 
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n < 0 && errno == EAGAIN)
                         break;
-                if (n <= 0) {
-                        c->in_len = 0; /* EPIPE, EIO: the payload's end is closed */
-                        break;
-                }
+                if (n <= 0)
+                        break; /* EPIPE, EIO: the payload's end is closed */
                 memmove(c->in, c->in + n, c->in_len - (size_t) n);
                 c->in_len -= (size_t) n;
+        }
+        if (c->in_len > 0 && (fd < 0 || errno == EPIPE || errno == EIO))
+                c->in_len = 0;
+        /* a stdin job's end of input, once what came before it is written */
+        if (c->in_len == 0 && c->stdin_eof && c->stdin_write >= 0) {
+                c->stdin_src = sd_event_source_disable_unref(c->stdin_src);
+                c->stdin_write = safe_close(c->stdin_write);
         }
         master_update(c);
 }
@@ -322,6 +328,9 @@ static void attach(ConsoleConn *c) {
         if (!interactive(j))
                 return refuse(c, "job %s has no terminal and no stdin (run it with pondctl run -t or -i)",
                               j->paths.id);
+        /* a caller that went away (killed, detached) but whose hangup is not handled yet makes room */
+        if (con->attached && poll(&(struct pollfd) { .fd = con->attached->fd, .events = POLLRDHUP }, 1, 0) > 0)
+                conn_gone(con->attached);
         if (con->attached)
                 return refuse(c, "another caller is attached to job %s", j->paths.id);
         if (console_send(c->fd, CONSOLE_MODE, &mode, 1, false) < 0)
@@ -337,6 +346,10 @@ static void on_packet(ConsoleConn *c, const char *buf, size_t n) {
         JobConsole *con = &c->job->console;
         _cleanup_strv_free_ char **argv = NULL;
 
+        /* refused once its request is read: closing with a packet unread would reset the connection and the
+         * caller would see no reason */
+        if (c->refusal)
+                return refuse(c, "%s", c->refusal);
         if (c->kind == CONSOLE_CONN_NEW) {
                 if (buf[0] == CONSOLE_ATTACH)
                         return attach(c);
@@ -364,10 +377,9 @@ static void on_packet(ConsoleConn *c, const char *buf, size_t n) {
                 break;
         }
         case CONSOLE_EOF:
-                /* a stdin job's end of input, once what came before it is written */
-                if (con->master < 0 && con->in_len == 0) {
-                        con->stdin_src = sd_event_source_disable_unref(con->stdin_src);
-                        con->stdin_write = safe_close(con->stdin_write);
+                if (con->master < 0) {
+                        con->stdin_eof = true;
+                        input_flush(con);
                 }
                 break;
         default:
@@ -417,28 +429,25 @@ static int on_listen(sd_event_source *s, int fd, uint32_t revents, void *userdat
         _cleanup_close_ int cfd = -EBADF;
         ConsoleConn *c;
         size_t n = 0;
-        uid_t uid;
+        uid_t uid = (uid_t) -1;
 
         cfd = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (cfd < 0)
                 return 0;
         for (ConsoleConn *i = con->conns; i; i = i->next)
                 n++;
-        if (console_peer_uid(cfd, &uid) < 0 || (uid != 0 && uid != con->owner)) {
-                log_warning("Refused a console connection of uid %d to job %s: not its submitter.",
-                            console_peer_uid(cfd, &uid) < 0 ? -1 : (int) uid, j->paths.id);
-                (void) console_send_error(cfd, "job %s is not yours", j->paths.id);
-                return 0;
-        }
-        if (n >= CONSOLE_CONNS_MAX) {
-                (void) console_send_error(cfd, "too many connections to job %s", j->paths.id);
-                return 0;
-        }
+        if (n >= CONSOLE_CONNS_MAX)
+                return 0; /* closed at once: the caller sees the connection reset */
         c = calloc(1, sizeof *c);
         if (!c)
                 return 0;
-        *c = (ConsoleConn) { .job = j, .fd = TAKE_FD(cfd), .uid = uid, .pid = PIDREF_NULL,
-                             .pipe = { -EBADF, -EBADF } };
+        *c = (ConsoleConn) { .job = j, .fd = TAKE_FD(cfd), .pid = PIDREF_NULL, .pipe = { -EBADF, -EBADF } };
+        if (console_peer_uid(c->fd, &uid) < 0 || (uid != 0 && uid != con->owner)) {
+                log_warning("Refused a console connection of uid %d to job %s: not root, not its submitter.",
+                            console_peer_uid(c->fd, &uid) < 0 ? -1 : (int) uid, j->paths.id);
+                c->refusal = "not yours: only root and the job's submitter may use its console";
+        }
+        c->uid = uid;
         if (sd_event_add_io(con->event, &c->src, c->fd, EPOLLIN, on_conn, c) < 0) {
                 job_console_conn_free(c);
                 return 0;

@@ -5,7 +5,8 @@
  * prefix kept where the job has one); the runtime's exec applies the container's seccomp filter, namespaces
  * and cgroup. The exec step is moved into the job's scope before it runs, as the create step is, so what it
  * uses counts against the job and dies with it. Audited at its start and end; its stdout, stderr and exit
- * status go back to the caller. Refused once the payload's init has exited. */
+ * status go back to the caller. Refused once the payload's init has exited, and where the backend's exec
+ * would not apply the job's seccomp filter (runsc, confined profiles). */
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -206,6 +207,11 @@ int job_exec_start(ConsoleConn *c, char **argv) {
                 return refuse(c, -ESRCH, "job %s is not running: exec refused", j->paths.id);
         if (!j->input.provider->exec_argv)
                 return refuse(c, -EOPNOTSUPP, "exec is not available with backend %s", j->input.provider->name);
+        /* the same posture or none: an exec without the job's filter would be a way around it */
+        if (j->input.resolved->confined && !j->input.provider->exec_keeps_seccomp)
+                return refuse(c, -EOPNOTSUPP, "exec into job %s refused: %s's exec would not apply the job's seccomp "
+                              "filter (gVisor installs it on the container's first process only)", j->paths.id,
+                              j->input.provider->name);
         if (con->execs_running >= JOB_EXEC_MAX)
                 return refuse(c, -EBUSY, "job %s has %d execs running already", j->paths.id, JOB_EXEC_MAX);
         c->number = ++con->n_execs;

@@ -149,6 +149,7 @@ typedef struct ConsoleConn {
         int fd;                         /* -EBADF once the caller is gone */
         sd_event_source *src;
         uid_t uid;                      /* the caller's (SO_PEERCRED) */
+        const char *refusal;            /* answered to its first packet instead (not root, not the submitter) */
         ConsoleConnKind kind;
         PidRef pid;                     /* exec: the runtime's exec step, in the job's scope */
         sd_event_source *child_src;
@@ -169,6 +170,7 @@ typedef struct JobConsole {
         int runtime_listen;             /* the runtime's --console-socket, until the master has arrived */
         int master;                     /* a tty job's pty master */
         int stdin_write;                /* a stdin job's pipe (the payload reads the other end) */
+        bool stdin_eof;                 /* the caller's stdin ended: the pipe is closed once drained */
         int listen;                     /* JobPaths.console, while the payload runs */
         uid_t owner;                    /* who submitted the job (the spool entry's owner); root may too */
         sd_event *event;

@@ -125,6 +125,11 @@ static int relay_tty(int sock) {
                                 continue;
                         break;
                 }
+                /* a resize signalled while poll() returned goes before the input typed after it */
+                if (winch) {
+                        winch = 0;
+                        send_winsize(sock);
+                }
                 if (p[0].revents) {
                         n = recv(sock, buf, sizeof buf, MSG_DONTWAIT);
                         if (n < 0 && (errno == EAGAIN || errno == EINTR))

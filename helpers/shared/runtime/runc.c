@@ -65,5 +65,6 @@ const RuntimeProvider runtime_runc = {
         .start_argv = runc_start_argv,
         .delete_argv = runc_delete_argv,
         .exec_argv = runc_exec_argv,
+        .exec_keeps_seccomp = true,
         .has_state = runtime_state_dir_exists,
 };

@@ -56,6 +56,9 @@ typedef struct RuntimeProvider {
         /* Optional: argv of an exec into the running container of the process described by process_file (an
          * OCI process object: the job's own, its args replaced). NULL: the backend cannot exec. */
         int (*exec_argv)(const RuntimeJob *j, const char *process_file, char ***ret);
+        /* Its exec applies the container's seccomp filter to the new process (runc does; runsc installs the
+         * OCI filter on the container's first process only, so a confined job's exec is refused there). */
+        bool exec_keeps_seccomp;
         /* Whether the runtime holds state for the container (then delete must run). */
         bool (*has_state)(const RuntimeJob *j);
         /* Optional: removes what delete leaves when the sandbox died first (runsc's lock file). */
