@@ -96,8 +96,24 @@ def report(key, value):
     sys.stdout.flush()
 
 
+def kill_init(pondctl, job_id, backend, run_dir):
+    """The container's init killed from outside while a caller is attached: runc's is the payload itself,
+    runsc's the gVisor sandbox (the runtime dying under the payload). pondctl must come back with the
+    verified result's status, not hang on the console."""
+    s = Session([pondctl, 'run', '-t', '--job-id', job_id, '--backend', backend, '--profile',
+                 'untrusted-code-write', '--', 'sh', '-c', 'echo up; exec sleep 300'])
+    s.expect(r'up\r\n')
+    with open(os.path.join(run_dir, 'jobs', job_id, 'init.pid')) as f:
+        pid = int(f.read().strip())
+    if pid > 1:
+        os.kill(pid, signal.SIGKILL)
+    report('killed_rc', s.wait())
+
+
 def main():
     pondctl, job_id, backend = sys.argv[1:4]
+    if len(sys.argv) > 5 and sys.argv[4] == 'kill-init':
+        return kill_init(pondctl, job_id, backend, sys.argv[5])
     s = Session([pondctl, 'run', '-t', '--job-id', job_id, '--backend', backend, '--profile', 'untrusted-code-write', '--', 'bash', '-c', SCRIPT])
     s.expect(r'Proceed\? \[y/N\] ')
     s.send('y\r')

@@ -47,6 +47,17 @@ t_like "the signed log has python's 42" $'\n42\r' "$LOG"
 t_eq "the result records the exit status" "3" "$(result_field "$id" 'r["exit"]["rc"]')"
 t_clean "nothing of the tty job is left (console socket included)" "$id"
 
+# --- the container's init killed while a caller is attached: the caller comes back with the result
+id=$(new_id tty-kill)
+OUT=$(in_box python3 "$here/pty-driver.py" "$PONDCTL" "$id" "$BACKEND" kill-init "$POND_RUN" 2>&1)
+if [ "$BACKEND" = runc ]; then
+        t_eq "the tty job's payload killed: pondctl run -t exits 137 (SIGKILL)" "killed_rc=137" "$OUT"
+else
+        t_eq "the gVisor sandbox killed: pondctl run -t exits 126 (runtime failed)" "killed_rc=126" "$OUT"
+        t_like "... the result names the runtime" "runtime failed|gVisor sandbox" "$(result_field "$id" 'r["reason"]')"
+fi
+t_clean "nothing of the killed tty job is left" "$id"
+
 # --- controls: no tty without -t; nothing to attach to without -t or -i
 run_job "$(new_id notty)" --profile untrusted-code-write -- tty
 t_eq "without -t, tty says: not a tty" "not a tty" "$OUT"
