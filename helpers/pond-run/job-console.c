@@ -294,8 +294,14 @@ void job_console_conn_free(ConsoleConn *c) {
 static void conn_gone(ConsoleConn *c) {
         Job *j = c->job;
 
-        if (c->kind == CONSOLE_CONN_ATTACHED)
-                audit_event(&j->audit, POND_EVENT_CONSOLE, AUDIT_NO_RC, "detached: uid %u", (unsigned) c->uid);
+        if (c->kind == CONSOLE_CONN_ATTACHED) {
+                bool hangup = !c->detaching;
+
+                audit_event(&j->audit, POND_EVENT_CONSOLE, AUDIT_NO_RC, "%s: uid %u", hangup ? "hung up" : "detached",
+                            (unsigned) c->uid);
+                if (hangup && j->input.spec->kill_on_hangup)
+                        job_console_hangup(j);
+        }
         if (c->kind == CONSOLE_CONN_EXEC && c->pid.pid > 0) {
                 /* kept (in the list) until the exec ends; its output goes nowhere */
                 c->src = sd_event_source_disable_unref(c->src);
@@ -376,6 +382,9 @@ static void on_packet(ConsoleConn *c, const char *buf, size_t n) {
                 (void) ioctl(con->master, TIOCSWINSZ, &(struct winsize) { .ws_row = w.rows, .ws_col = w.cols });
                 break;
         }
+        case CONSOLE_DETACH:
+                c->detaching = true;
+                break;
         case CONSOLE_EOF:
                 if (con->master < 0) {
                         con->stdin_eof = true;

@@ -204,6 +204,15 @@ static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
+/* The spec's kill_on_hangup: the caller's terminal is gone, as a session's SIGHUP. */
+void job_console_hangup(Job *j) {
+        if (j->outcome.cancelled || j->runtime.init_pid <= 0 || j->outcome.ended_usec != 0)
+                return;
+        job_fail(j, 0, "cancelled: its caller hung up (kill_on_hangup)");
+        job_cancel(j, "the attached caller hung up, kill_on_hangup");
+        job_kill_payload(j);
+}
+
 static int on_ceiling_grace(sd_event_source *s, uint64_t usec, void *userdata) {
         job_kill_payload(userdata);
         return 0;

@@ -150,6 +150,7 @@ typedef struct ConsoleConn {
         sd_event_source *src;
         uid_t uid;                      /* the caller's (SO_PEERCRED) */
         const char *refusal;            /* answered to its first packet instead (not root, not the submitter) */
+        bool detaching;                 /* it said CONSOLE_DETACH: its end is no hangup */
         ConsoleConnKind kind;
         PidRef pid;                     /* exec: the runtime's exec step, in the job's scope */
         sd_event_source *child_src;
@@ -363,6 +364,8 @@ int job_console_receive(Job *j);
 /* While the payload runs: the console socket, the master. Returns 1 if the master is a stream the loop must
  * wait for (closed() is called at its end), 0 if there is none. */
 int job_console_watch(Job *j, sd_event *e, void (*closed)(void *userdata), void *userdata);
+/* kill_on_hangup: the attached caller went away without detaching: the job is cancelled (job-run-loop.c). */
+void job_console_hangup(Job *j);
 /* The init has exited: no new connections, no new execs. */
 void job_console_stop(Job *j);
 void job_console_done(JobConsole *c);

@@ -156,6 +156,7 @@ static int relay_tty(int sock) {
                         if (n > 0 && console_send(sock, CONSOLE_INPUT, buf, (size_t) n, false) < 0)
                                 break;
                         if (d) {
+                                (void) console_send(sock, CONSOLE_DETACH, NULL, 0, false);
                                 ret = 1;
                                 break;
                         }

@@ -27,6 +27,7 @@ static const Verb verbs[] = {
           "  --env K=V (repeatable) --tenant T --job-id ID --spec FILE --pubkey FILE -q|--quiet\n"
           "  -t, --tty  a terminal for the job, this one's keys on it (Ctrl-] detaches; pondctl attach)\n"
           "  -i, --interactive  this stdin to the job's stdin\n"
+          "  --kill-on-hangup  with -t or -i: the job is cancelled if this pondctl goes away without Ctrl-]\n"
           "Exits with the job's rc, 128+N for signal N, 124 timed out, 125 refused, 126 pond failed,\n"
           "127 result did not verify, 130 cancelled, 64 usage error.\n" },
         { "submit", ctl_verb_submit, "SPEC|- [--checkout DIR]", "queue and start, print the id",

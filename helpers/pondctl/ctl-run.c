@@ -15,7 +15,7 @@
 enum {
         ARG_PROFILE = 0x100, ARG_BACKEND, ARG_TIER, ARG_IMAGE, ARG_CHECKOUT, ARG_ALLOW_HOST, ARG_MEMORY,
         ARG_CPUS, ARG_PIDS, ARG_TMPFS_SIZE, ARG_TIMEOUT, ARG_OUTPUT, ARG_ENV, ARG_TENANT, ARG_JOB_ID,
-        ARG_SPEC, ARG_PUBKEY,
+        ARG_SPEC, ARG_PUBKEY, ARG_KILL_ON_HANGUP,
 };
 
 static const struct option run_options[] = {
@@ -39,6 +39,7 @@ static const struct option run_options[] = {
         { "quiet", no_argument, NULL, 'q' },
         { "tty", no_argument, NULL, 't' },
         { "interactive", no_argument, NULL, 'i' },
+        { "kill-on-hangup", no_argument, NULL, ARG_KILL_ON_HANGUP },
         {}
 };
 
@@ -101,6 +102,7 @@ static int parse_one(CtlRunArgs *a, int c, char *arg) {
         case 'q':            a->quiet = true; return 0;
         case 't':            o->tty = true; return 0;
         case 'i':            o->stdin_open = true; return 0;
+        case ARG_KILL_ON_HANGUP: o->kill_on_hangup = true; return 0;
         case ARG_ALLOW_HOST: return list_add(&o->allow_hosts, arg);
         case ARG_OUTPUT:     return list_add(&o->outputs, arg);
         case ARG_ENV:        return list_add(&o->env, arg);

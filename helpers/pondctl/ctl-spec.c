@@ -201,6 +201,8 @@ int ctl_spec_build(json_object *base, const CtlSpecOptions *o, json_object **ret
                 r = set(spec, "tty", json_object_new_boolean(true));
         if (r >= 0 && (o->tty || o->stdin_open))
                 r = set(spec, "stdin", json_object_new_boolean(true));
+        if (r >= 0 && o->kill_on_hangup)
+                r = set(spec, "kill_on_hangup", json_object_new_boolean(true));
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(spec);

@@ -61,6 +61,7 @@ typedef struct CtlSpecOptions {
         char **command;
         bool tty;                  /* -t: "tty": true (and "stdin") */
         bool stdin_open;           /* -i: "stdin": true */
+        bool kill_on_hangup;       /* --kill-on-hangup: "kill_on_hangup": true */
 } CtlSpecOptions;
 
 /* The JSON object of a spec: base (a parsed spec file, or NULL for an empty one) with the options applied.

@@ -26,6 +26,7 @@ typedef enum ConsoleMessage {
         CONSOLE_INPUT = 'D',    /* bytes for the tty or stdin */
         CONSOLE_WINSIZE = 'W',  /* ConsoleWinsize: the caller's terminal size (TIOCSWINSZ on the master) */
         CONSOLE_EOF = 'E',      /* the caller's stdin ended: a stdin job's pipe is closed */
+        CONSOLE_DETACH = 'Z',   /* the caller detaches on purpose (Ctrl-]): its going away is no hangup */
         /* supervisor -> caller */
         CONSOLE_MODE = 'M',     /* the answer to ATTACH: 't' (tty: output follows here) or 'i' (stdin only) */
         CONSOLE_STDOUT = 'O',   /* a tty's output, an exec's stdout */

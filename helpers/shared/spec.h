@@ -43,6 +43,7 @@ typedef struct JobSpec {
         size_t n_home_files;
         bool tty;                 /* the payload's stdio is a pseudo-terminal relayed to the caller (console.h) */
         bool stdin_open;          /* "stdin": the caller's stdin reaches the payload (a pipe, or the tty) */
+        bool kill_on_hangup;      /* an attached caller that goes away without detaching cancels the job */
 } JobSpec;
 
 #define JOB_SPEC_TENANT_MAX 128

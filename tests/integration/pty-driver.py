@@ -110,8 +110,19 @@ def kill_init(pondctl, job_id, backend, run_dir):
     report('killed_rc', s.wait())
 
 
+def hangup(pondctl, job_id, backend):
+    """kill_on_hangup: the caller killed (no Ctrl-]) cancels the job."""
+    s = Session([pondctl, 'run', '-t', '--kill-on-hangup', '--job-id', job_id, '--backend', backend,
+                 '--profile', 'untrusted-code-write', '--', 'sh', '-c', 'echo up; exec sleep 300'])
+    s.expect(r'up\r\n')
+    s.kill()
+    report('hung_up', 'yes')
+
+
 def main():
     pondctl, job_id, backend = sys.argv[1:4]
+    if len(sys.argv) > 4 and sys.argv[4] == 'hangup':
+        return hangup(pondctl, job_id, backend)
     if len(sys.argv) > 5 and sys.argv[4] == 'kill-init':
         return kill_init(pondctl, job_id, backend, sys.argv[5])
     s = Session([pondctl, 'run', '-t', '--job-id', job_id, '--backend', backend, '--profile', 'untrusted-code-write', '--', 'bash', '-c', SCRIPT])

@@ -58,6 +58,16 @@ else
 fi
 t_clean "nothing of the killed tty job is left" "$id"
 
+# --- kill_on_hangup: the caller killed without detaching cancels the job (the session above, without it,
+# went on after its caller was killed: the control)
+id=$(new_id tty-hup)
+OUT=$(in_box python3 "$here/pty-driver.py" "$PONDCTL" "$id" "$BACKEND" hangup 2>&1)
+t_eq "the driver killed the attached pondctl" "hung_up=yes" "$OUT"
+pond wait -q "$id" >/dev/null 2>&1
+t_eq "kill_on_hangup: the job is cancelled (130)" "130" "$?"
+t_like "... and its result says why" "caller hung up" "$(result_field "$id" 'r["reason"]')"
+t_clean "nothing of the hung-up job is left" "$id"
+
 # --- controls: no tty without -t; nothing to attach to without -t or -i
 run_job "$(new_id notty)" --profile untrusted-code-write -- tty
 t_eq "without -t, tty says: not a tty" "not a tty" "$OUT"
