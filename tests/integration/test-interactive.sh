@@ -164,8 +164,25 @@ t_like "another uid past the file mode (CAP_DAC_OVERRIDE) is refused by SO_PEERC
                 --ambient-caps=+dac_override,+dac_read_search python3 -c "$ASK" "$sock" 2>&1)"
 n=$(in_box journalctl -q -o cat POND_JOB_ID="$id" POND_EVENT=exec 2>/dev/null | grep -c '^exec [0-9]* by uid 0')
 t_eq "exec: each exec is audited in the journal ($execs started)" "$execs" "$n"
+# shellcheck disable=SC2016 # the job's sh expands $HOME
+HOME_EXEC='cp /bin/true "$HOME/t" && chmod 755 "$HOME/t" && "$HOME/t" 2>/dev/null; echo $?'
+if [ "$BACKEND" = runc ]; then
+        # a copy of true in the home runs in this job (no Landlock): the control for the locked job below
+        t_eq "exec: a binary copied into the home runs (no Landlock)" "0" "$(pond exec "$id" -- sh -c "$HOME_EXEC" 2>&1)"
+fi
 pond cancel "$id" >/dev/null 2>&1
 pond wait -q "$id" >/dev/null 2>&1
+if [ "$BACKEND" = runc ]; then
+        # untrusted-code-locked: the exec goes through pond-init as the payload does, so the exec allowlist
+        # (which leaves out the home) holds for it too
+        lid=$(new_id exec-locked)
+        sleeper "$lid" untrusted-code-locked
+        t_eq "exec into a Landlock job: the copy in the home is refused (126)" "126" \
+                "$(pond exec "$lid" -- sh -c "$HOME_EXEC" 2>&1)"
+        pond cancel "$lid" >/dev/null 2>&1
+        pond wait -q "$lid" >/dev/null 2>&1
+        t_clean "nothing of the Landlock exec job is left" "$lid"
+fi
 OUT=$(pond exec "$id" -- id -u 2>&1)
 RC=$?
 t_eq "exec into a job that has ended is refused (125)" "125" "$RC"
