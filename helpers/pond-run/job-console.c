@@ -80,7 +80,7 @@ int job_console_receive(Job *j) {
         /* The create step has exited: a master it sent is queued on the socket by now, or there is none. */
         conn = accept4(c->runtime_listen, NULL, NULL, SOCK_CLOEXEC);
         if (conn < 0)
-                r = -errno == -EAGAIN ? -ENOTCONN : -errno;
+                r = errno == EAGAIN ? -ENOTCONN : -errno;
         else
                 r = console_recv_fd(conn, &c->master);
         if (r >= 0 && !isatty(c->master)) {
@@ -407,11 +407,12 @@ static int on_conn(sd_event_source *s, int fd, uint32_t revents, void *userdata)
                         output_flush(con, true);
                 else if (c->pending) {
                         int r = console_send(c->fd, c->pending_type, c->pending, c->pending_len, true);
-                        if (r >= 0 || r != -EAGAIN) {
+                        if (r != -EAGAIN) {
                                 free(c->pending);
                                 c->pending = NULL;
                                 job_console_conn_update(c);
-                                job_exec_resume(c);
+                                job_exec_resume(c); /* may free c: the rest waits for the next round */
+                                return 0;
                         }
                 }
         }

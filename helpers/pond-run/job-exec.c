@@ -93,16 +93,21 @@ static int process_file(Job *j, char **argv, unsigned number, char **ret_path) {
         return 0;
 }
 
+/* Once the exec has exited and its output is drained and taken: its status to the caller (queued if the
+ * caller is slow: the supervisor never blocks on one), then the connection goes. */
 static void maybe_finish(ConsoleConn *c) {
         Job *j = c->job;
         int32_t status = c->status;
 
         if (!c->exited || c->pipe[0] >= 0 || c->pipe[1] >= 0 || c->pending)
                 return;
-        audit_event(&j->audit, POND_EVENT_EXEC, status, "exec %u ended: rc %d", c->number, (int) status);
-        if (c->fd >= 0)
-                (void) console_send(c->fd, CONSOLE_EXIT, &status, sizeof status, false);
-        j->console.execs_running--;
+        if (!c->exit_sent) {
+                audit_event(&j->audit, POND_EVENT_EXEC, status, "exec %u ended: rc %d", c->number, (int) status);
+                j->console.execs_running--;
+                c->exit_sent = true;
+                if (job_console_conn_send(c, CONSOLE_EXIT, &status, sizeof status) == -EAGAIN)
+                        return;
+        }
         job_console_conn_free(c);
 }
 

@@ -160,6 +160,7 @@ typedef struct ConsoleConn {
         char *pending;
         size_t pending_len;
         bool exited;
+        bool exit_sent;                 /* exec: its end is audited and its status sent (or queued) */
         int status;                     /* exec: its rc, or 128 + N for signal N */
         unsigned number;
         struct ConsoleConn *next;
