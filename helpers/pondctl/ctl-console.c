@@ -75,7 +75,7 @@ static int connect_wait(sd_bus *bus, const JobPaths *paths, const char *job_id, 
 
 /* ATTACH, and the supervisor's answer: 't' or 'i', or < 0 having said why. */
 static int attach_request(int sock, const char *job_id) {
-        char buf[CONSOLE_PACKET_MAX];
+        char buf[CONSOLE_PACKET_MAX + 1]; /* + 1: room for a NUL after the longest packet */
         ssize_t n;
         int r = console_send(sock, CONSOLE_ATTACH, NULL, 0, false);
 
@@ -271,7 +271,7 @@ static const char *state_of(const JobPaths *paths, const char *id, sd_bus *bus, 
 
 /* The exec's output as it comes, then its status: the verb's exit status. */
 static int exec_relay(int sock, const char *id) {
-        char buf[CONSOLE_PACKET_MAX];
+        char buf[CONSOLE_PACKET_MAX + 1]; /* + 1: room for a NUL after the longest packet */
 
         for (;;) {
                 ssize_t n = recv(sock, buf, sizeof buf - 1, 0);

@@ -164,6 +164,25 @@ t_like "another uid past the file mode (CAP_DAC_OVERRIDE) is refused by SO_PEERC
                 --ambient-caps=+dac_override,+dac_read_search python3 -c "$ASK" "$sock" 2>&1)"
 n=$(in_box journalctl -q -o cat POND_JOB_ID="$id" POND_EVENT=exec 2>/dev/null | grep -c '^exec [0-9]* by uid 0')
 t_eq "exec: each exec is audited in the journal ($execs started)" "$execs" "$n"
+# Output faster than a pipe holds: the exec waits for its caller, nothing is lost.
+t_eq "exec: 16 MiB of output reach the caller whole" "16777216" \
+        "$(pond exec "$id" -- head -c 16M /dev/zero 2>/dev/null | wc -c | tr -d ' ')"
+# The caller killed mid-stream: the exec runs on to its end (its output goes nowhere), the job too.
+# shellcheck disable=SC2016 # python's
+VANISH='import subprocess, sys
+p = subprocess.Popen([sys.argv[1], "exec", sys.argv[2], "--", "sh", "-c",
+                      "head -c 32M /dev/zero; touch /tmp/exec-finished"], stdout=subprocess.PIPE)
+p.stdout.read(1)
+p.kill()
+p.wait()
+print("killed")'
+t_eq "exec: its caller killed mid-stream" "killed" "$(in_box python3 -c "$VANISH" "$PONDCTL" "$id" 2>&1)"
+for _ in $(seq 300); do
+        pond exec "$id" -- test -e /tmp/exec-finished >/dev/null 2>&1 && break
+        sleep 0.2
+done
+t_ok "... the exec ran on to its end" pond exec "$id" -- test -e /tmp/exec-finished
+t_eq "... and the job still runs" "running" "$(pond status "$id" --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])')"
 # shellcheck disable=SC2016 # the job's sh expands $HOME
 HOME_EXEC='cp /bin/true "$HOME/t" && chmod 755 "$HOME/t" && "$HOME/t" 2>/dev/null; echo $?'
 if [ "$BACKEND" = runc ]; then
