@@ -198,13 +198,26 @@ static int on_master(sd_event_source *s, int fd, uint32_t revents, void *userdat
         Job *j = userdata;
         JobConsole *c = &j->console;
         char buf[CONSOLE_DATA_MAX];
+        size_t len = 0;
         ssize_t n;
 
         if (revents & EPOLLOUT)
                 input_flush(c);
         if (!(revents & (EPOLLIN | EPOLLHUP | EPOLLERR)))
                 return 0;
-        n = read(fd, buf, sizeof buf);
+        /* A pty gives at most a few KiB a read: what is there is gathered into one chunk of the log and one
+         * packet (64 MiB of tty output under runc: 4.8 s read by read, 3.2 s gathered; docs/benchmarks.md) */
+        do {
+                n = read(fd, buf + len, sizeof buf - len);
+                if (n > 0)
+                        len += (size_t) n;
+        } while (n > 0 && len < sizeof buf);
+        if (len > 0) {
+                if (output_log_append(&j->runtime.log, OUTPUT_STDOUT, buf, len) < 0)
+                        log_warning("Cannot write the job's tty output to its log.");
+                output_add(c, buf, len);
+                return 0; /* an end of file is seen on the next round */
+        }
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
                 return 0;
         if (n <= 0) {
@@ -214,11 +227,7 @@ static int on_master(sd_event_source *s, int fd, uint32_t revents, void *userdat
                 c->in_len = 0;
                 if (c->closed)
                         c->closed(c->userdata);
-                return 0;
         }
-        if (output_log_append(&j->runtime.log, OUTPUT_STDOUT, buf, (size_t) n) < 0)
-                log_warning("Cannot write the job's tty output to its log.");
-        output_add(c, buf, (size_t) n);
         return 0;
 }
 
