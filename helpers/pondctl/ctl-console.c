@@ -90,7 +90,9 @@ static int attach_request(int sock, const char *job_id) {
                 buf[n] = 0;
                 return log_error_errno(EPERM, "Cannot attach to job %s: %s", job_id, buf + 1);
         }
-        return log_error_errno(EPROTO, "Cannot attach to job %s: the job ended or did not answer.", job_id);
+        if (n <= 0)
+                return -ESRCH; /* the job ended as we attached */
+        return log_error_errno(EPROTO, "Cannot attach to job %s: not a console's answer.", job_id);
 }
 
 /* A tty job: the caller's terminal raw, input and size to the job, the job's output to stdout. 1 if the
@@ -168,14 +170,24 @@ static int relay_tty(int sock) {
         return ret;
 }
 
-/* A stdin job: stdin to the job until its end (then EOF), in a child while the parent follows the log. */
+/* A stdin job: stdin to the job until its end (then EOF), in a child while the parent follows the log; the
+ * job's end (the socket hung up) ends it too, also while stdin has nothing to say. */
 static int pump_stdin(int sock) {
         char buf[CONSOLE_DATA_MAX];
 
         for (;;) {
-                ssize_t n = read(STDIN_FILENO, buf, sizeof buf);
+                struct pollfd p[2] = { { .fd = STDIN_FILENO, .events = POLLIN }, { .fd = sock, .events = POLLRDHUP } };
+                ssize_t n;
 
-                if (n < 0 && errno == EINTR)
+                if (poll(p, 2, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (p[1].revents)
+                        return 0;
+                n = read(STDIN_FILENO, buf, sizeof buf);
+                if (n < 0 && (errno == EINTR || errno == EAGAIN))
                         continue;
                 if (n <= 0)
                         return console_send(sock, CONSOLE_EOF, NULL, 0, false);
@@ -206,6 +218,8 @@ int ctl_console_session(CtlConsole *c) {
         if (r < 0)
                 return log_error_errno(r, "Cannot connect to the console of job %s: %m", c->job_id);
         mode = attach_request(sock, c->job_id);
+        if (mode == -ESRCH && !c->wait)
+                log_error("Job %s ended as it was attached to.", c->job_id);
         if (mode < 0)
                 return mode;
         c->tty = mode == 't';
