@@ -24,10 +24,14 @@
 #define CTL_DETACH_BYTE 0x1d
 #define CTL_CONNECT_TICK_USEC (20ULL * 1000)
 
-static volatile sig_atomic_t winch;
+static volatile sig_atomic_t winch, quit;
 
 static void on_winch(int sig) {
         winch = 1;
+}
+
+static void on_quit(int sig) {
+        quit = 1;
 }
 
 static int write_all_fd(int fd, const char *p, size_t n) {
@@ -96,9 +100,11 @@ static int attach_request(int sock, const char *job_id) {
 }
 
 /* A tty job: the caller's terminal raw, input and size to the job, the job's output to stdout. 1 if the
- * caller detached, 0 when the job's end closed the socket. */
+ * caller detached, 2 if pondctl was told to stop (SIGTERM, SIGHUP, SIGINT: a hangup to the job, and the
+ * terminal restored), 0 when the job's end closed the socket. */
 static int relay_tty(int sock) {
-        struct sigaction sa = { .sa_handler = on_winch }, old;
+        static const int quit_signals[] = { SIGTERM, SIGHUP, SIGINT };
+        struct sigaction sa = { .sa_handler = on_winch }, sq = { .sa_handler = on_quit }, old, old_quit[3];
         struct termios saved, raw;
         bool is_tty = isatty(STDIN_FILENO), stdin_open = true;
         char buf[CONSOLE_PACKET_MAX];
@@ -111,7 +117,11 @@ static int relay_tty(int sock) {
         } else
                 is_tty = false;
         sigemptyset(&sa.sa_mask);
+        sigemptyset(&sq.sa_mask);
         (void) sigaction(SIGWINCH, &sa, &old);
+        quit = 0;
+        for (size_t i = 0; i < ELEMENTSOF(quit_signals); i++)
+                (void) sigaction(quit_signals[i], &sq, &old_quit[i]);
         send_winsize(sock);
         for (;;) {
                 struct pollfd p[2] = { { .fd = sock, .events = POLLIN },
@@ -121,6 +131,10 @@ static int relay_tty(int sock) {
                 if (winch) {
                         winch = 0;
                         send_winsize(sock);
+                }
+                if (quit) {
+                        ret = 2;
+                        break;
                 }
                 if (poll(p, 2, -1) < 0) {
                         if (errno == EINTR)
@@ -165,6 +179,8 @@ static int relay_tty(int sock) {
                 }
         }
         (void) sigaction(SIGWINCH, &old, NULL);
+        for (size_t i = 0; i < ELEMENTSOF(quit_signals); i++)
+                (void) sigaction(quit_signals[i], &old_quit[i], NULL);
         if (is_tty)
                 (void) tcsetattr(STDIN_FILENO, TCSANOW, &saved);
         return ret;
@@ -224,7 +240,9 @@ int ctl_console_session(CtlConsole *c) {
                 return mode;
         c->tty = mode == 't';
         if (c->tty) {
-                c->detached = relay_tty(sock) > 0;
+                r = relay_tty(sock);
+                c->detached = r > 0;
+                c->hung_up = r == 2;
                 return 0;
         }
         r = fork_pump(sock, &c->pump);
@@ -260,7 +278,8 @@ int ctl_verb_attach(int argc, char *argv[]) {
         if (r < 0)
                 return CTL_EXIT_ERROR;
         if (c.detached) {
-                log_info("Detached from job %s; it runs on (pondctl attach %s).", id, id);
+                log_info("%s job %s; it runs on%s (pondctl attach %s).", c.hung_up ? "Hung up on" : "Detached from",
+                         id, c.hung_up ? " unless it asked for kill_on_hangup" : "", id);
                 return CTL_EXIT_OK;
         }
         if (!c.tty) {

@@ -228,7 +228,9 @@ int ctl_verb_run(int argc, char *argv[]) {
                                          .pump = PIDREF_NULL };
                 r = ctl_console_session(&console);
                 if (r >= 0 && console.detached) {
-                        log_info("Detached from job %s; it runs on (pondctl attach %s).", id, id);
+                        log_info("%s job %s; it runs on%s (pondctl attach %s).",
+                                 console.hung_up ? "Hung up on" : "Detached from", id,
+                                 console.hung_up ? " unless it asked for kill_on_hangup" : "", id);
                         return CTL_EXIT_OK;
                 }
                 if (r >= 0 && console.tty) /* its output came through the terminal, and is in the result */

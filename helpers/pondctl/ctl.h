@@ -174,6 +174,7 @@ typedef struct CtlConsole {
         bool wait;                /* wait for the console while the job is being set up (run) */
         bool tty;                 /* out: a tty job (output came through the console), else stdin only */
         bool detached;            /* out: the caller detached (Ctrl-]); the job runs on */
+        bool hung_up;             /* out: pondctl was signalled while attached: a hangup (kill_on_hangup) */
         PidRef pump;              /* a stdin job: the child relaying stdin while the log is followed */
 } CtlConsole;
 

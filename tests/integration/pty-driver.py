@@ -111,12 +111,17 @@ def kill_init(pondctl, job_id, backend, run_dir):
 
 
 def hangup(pondctl, job_id, backend):
-    """kill_on_hangup: the caller killed (no Ctrl-]) cancels the job."""
+    """kill_on_hangup: the caller told to stop (SIGTERM, no Ctrl-]) cancels the job; pondctl gives the
+    terminal back as it found it (canonical, echoing) on its way out."""
     s = Session([pondctl, 'run', '-t', '--kill-on-hangup', '--job-id', job_id, '--backend', backend,
                  '--profile', 'untrusted-code-write', '--', 'sh', '-c', 'echo up; exec sleep 300'])
     s.expect(r'up\r\n')
-    s.kill()
-    report('hung_up', 'yes')
+    raw = termios.tcgetattr(s.fd)[3]
+    report('raw_while_attached', 'yes' if not raw & (termios.ICANON | termios.ECHO) else 'no')
+    os.kill(s.pid, signal.SIGTERM)
+    report('hangup_rc', s.wait())
+    lflag = termios.tcgetattr(s.fd)[3]
+    report('restored', 'yes' if lflag & termios.ICANON and lflag & termios.ECHO else 'no')
 
 
 def main():

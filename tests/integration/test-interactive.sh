@@ -58,11 +58,13 @@ else
 fi
 t_clean "nothing of the killed tty job is left" "$id"
 
-# --- kill_on_hangup: the caller killed without detaching cancels the job (the session above, without it,
-# went on after its caller was killed: the control)
+# --- kill_on_hangup: the caller told to stop without detaching cancels the job (the session above,
+# without it, went on after its caller was killed: the control)
 id=$(new_id tty-hup)
 OUT=$(in_box python3 "$here/pty-driver.py" "$PONDCTL" "$id" "$BACKEND" hangup 2>&1)
-t_eq "the driver killed the attached pondctl" "hung_up=yes" "$OUT"
+t_eq "pondctl run -t puts the caller's terminal in raw mode" "yes" "$(val raw_while_attached)"
+t_eq "SIGTERM to pondctl while attached: it exits 0 (a hangup)" "0" "$(val hangup_rc)"
+t_eq "... and gives the terminal back (canonical, echo)" "yes" "$(val restored)"
 pond wait -q "$id" >/dev/null 2>&1
 t_eq "kill_on_hangup: the job is cancelled (130)" "130" "$?"
 t_like "... and its result says why" "caller hung up" "$(result_field "$id" 'r["reason"]')"
