@@ -45,6 +45,10 @@ LOG=$(pond logs "$id" 2>&1)
 t_like "the signed log has the tty's output (the answer)" "answer=y" "$LOG"
 t_like "the signed log has python's 42" $'\n42\r' "$LOG"
 t_eq "the result records the exit status" "3" "$(result_field "$id" 'r["exit"]["rc"]')"
+CONSOLE_LOG=$(in_box journalctl -q -o cat POND_JOB_ID="$id" POND_EVENT=console 2>/dev/null)
+t_eq "the journal has each attach (run -t, two attaches)" "3" "$(grep -c '^attached: uid 0 to the job.s tty' <<<"$CONSOLE_LOG")"
+t_eq "... the Ctrl-] as a detach" "1" "$(grep -c '^detached: uid 0' <<<"$CONSOLE_LOG")"
+t_eq "... and the killed client as a hangup" "1" "$(grep -c '^hung up: uid 0' <<<"$CONSOLE_LOG")"
 t_clean "nothing of the tty job is left (console socket included)" "$id"
 
 # --- the container's init killed while a caller is attached: the caller comes back with the result
