@@ -130,7 +130,8 @@ def main():
         return hangup(pondctl, job_id, backend)
     if len(sys.argv) > 5 and sys.argv[4] == 'kill-init':
         return kill_init(pondctl, job_id, backend, sys.argv[5])
-    s = Session([pondctl, 'run', '-t', '--job-id', job_id, '--backend', backend, '--profile', 'untrusted-code-write', '--', 'bash', '-c', SCRIPT])
+    s = Session([pondctl, 'run', '-t', '--job-id', job_id, '--backend', backend, '--profile',
+                 'untrusted-code-write', '--', 'bash', '-c', SCRIPT])
     s.expect(r'Proceed\? \[y/N\] ')
     s.send('y\r')
     report('answer', s.expect(r'answer=(\S*)\r\n').group(1).decode())

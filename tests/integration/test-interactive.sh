@@ -46,7 +46,8 @@ t_like "the signed log has the tty's output (the answer)" "answer=y" "$LOG"
 t_like "the signed log has python's 42" $'\n42\r' "$LOG"
 t_eq "the result records the exit status" "3" "$(result_field "$id" 'r["exit"]["rc"]')"
 CONSOLE_LOG=$(in_box journalctl -q -o cat POND_JOB_ID="$id" POND_EVENT=console 2>/dev/null)
-t_eq "the journal has each attach (run -t, two attaches)" "3" "$(grep -c '^attached: uid 0 to the job.s tty' <<<"$CONSOLE_LOG")"
+t_eq "the journal has each attach (run -t, two attaches)" "3" \
+        "$(grep -c '^attached: uid 0 to the job.s tty' <<<"$CONSOLE_LOG")"
 t_eq "... the Ctrl-] as a detach" "1" "$(grep -c '^detached: uid 0' <<<"$CONSOLE_LOG")"
 t_eq "... and the killed client as a hangup" "1" "$(grep -c '^hung up: uid 0' <<<"$CONSOLE_LOG")"
 t_clean "nothing of the tty job is left (console socket included)" "$id"
@@ -81,8 +82,8 @@ t_eq "... and exits 1" "1" "$RC"
 
 # --- stdin through a pipe (-i)
 id=$(new_id stdin)
-OUT=$(printf 'hello through a pipe\n' | in_box "$PONDCTL" run -q -i --job-id "$id" --backend "$BACKEND" --profile untrusted-code-write -- \
-        sh -c 'tty; cat' 2>&1)
+OUT=$(printf 'hello through a pipe\n' | in_box "$PONDCTL" run -q -i --job-id "$id" --backend "$BACKEND" \
+        --profile untrusted-code-write -- sh -c 'tty; cat' 2>&1)
 RC=$?
 t_eq "-i: the job's cat ends at the caller's EOF (rc 0)" "0" "$RC"
 t_like "-i: the caller's stdin reaches the job" "hello through a pipe" "$OUT"
@@ -91,8 +92,9 @@ t_like "-i alone gives no tty" "not a tty" "$OUT"
 # --- exec into a running job
 # sleeper ID PROFILE: a running job that printed its cgroup and "ready"; its cgroup lines in $job_cgroup
 sleeper() {
-        printf '{"job_id":"%s","tenant":"t","command":["sh","-c","cat /proc/self/cgroup; echo ready; exec sleep 300"],"sandbox":{"profile":"%s","backend":"%s"}}\n' \
-                "$1" "$2" "$BACKEND" | in_box "$PONDCTL" submit - >/dev/null
+        local cmd='["sh","-c","cat /proc/self/cgroup; echo ready; exec sleep 300"]'
+        printf '{"job_id":"%s","tenant":"t","command":%s,"sandbox":{"profile":"%s","backend":"%s"}}\n' \
+                "$1" "$cmd" "$2" "$BACKEND" | in_box "$PONDCTL" submit - >/dev/null
         for _ in $(seq 600); do
                 pond logs "$1" 2>/dev/null | grep -q '^ready' && break
                 sleep 0.1
@@ -188,12 +190,14 @@ for _ in $(seq 300); do
         sleep 0.2
 done
 t_ok "... the exec ran on to its end" pond exec "$id" -- test -e /tmp/exec-finished
-t_eq "... and the job still runs" "running" "$(pond status "$id" --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])')"
+t_eq "... and the job still runs" "running" \
+        "$(pond status "$id" --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])')"
 # shellcheck disable=SC2016 # the job's sh expands $HOME
 HOME_EXEC='cp /bin/true "$HOME/t" && chmod 755 "$HOME/t" && "$HOME/t" 2>/dev/null; echo $?'
 if [ "$BACKEND" = runc ]; then
         # a copy of true in the home runs in this job (no Landlock): the control for the locked job below
-        t_eq "exec: a binary copied into the home runs (no Landlock)" "0" "$(pond exec "$id" -- sh -c "$HOME_EXEC" 2>&1)"
+        t_eq "exec: a binary copied into the home runs (no Landlock)" "0" \
+                "$(pond exec "$id" -- sh -c "$HOME_EXEC" 2>&1)"
 fi
 pond cancel "$id" >/dev/null 2>&1
 pond wait -q "$id" >/dev/null 2>&1
