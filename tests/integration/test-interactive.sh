@@ -88,6 +88,16 @@ RC=$?
 t_eq "-i: the job's cat ends at the caller's EOF (rc 0)" "0" "$RC"
 t_like "-i: the caller's stdin reaches the job" "hello through a pipe" "$OUT"
 t_like "-i alone gives no tty" "not a tty" "$OUT"
+# A job that closes its stdin while the caller still sends: the supervisor's next write is EPIPE (a SIGPIPE
+# there would end it and the result would be "failed"; pond-run ignores it, as does systemd's default
+# IgnoreSIGPIPE= for its unit), the job goes on.
+id=$(new_id stdin-closed)
+# shellcheck disable=SC2016 # the job's sh expands $l
+OUT=$(yes | head -c 8M | in_box "$PONDCTL" run -q -i --job-id "$id" --backend "$BACKEND" \
+        --profile untrusted-code-write -- sh -c 'read -r l; echo "got $l"; exec 0<&-; sleep 1; echo alive' 2>&1)
+RC=$?
+t_eq "-i: a job that closes its stdin mid-stream completes (rc 0)" "0" "$RC"
+t_eq "... with its output" "got y alive" "$(tr '\n' ' ' <<<"$OUT" | sed 's/ $//')"
 
 # --- exec into a running job
 # sleeper ID PROFILE: a running job that printed its cgroup and "ready"; its cgroup lines in $job_cgroup
