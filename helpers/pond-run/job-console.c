@@ -311,7 +311,7 @@ static void conn_gone(ConsoleConn *c) {
                 if (hangup && j->input.spec->kill_on_hangup)
                         job_console_hangup(j);
         }
-        if (c->kind == CONSOLE_CONN_EXEC && c->pid.pid > 0) {
+        if (c->kind == CONSOLE_CONN_EXEC && (c->pid.pid > 0 || c->pipe[0] >= 0 || c->pipe[1] >= 0)) {
                 /* kept (in the list) until the exec ends; its output goes nowhere */
                 c->src = sd_event_source_disable_unref(c->src);
                 c->fd = safe_close(c->fd);

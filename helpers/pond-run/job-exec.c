@@ -93,6 +93,14 @@ static int process_file(Job *j, char **argv, unsigned number, char **ret_path) {
         return 0;
 }
 
+/* An exec counts against JOB_EXEC_MAX from its start until it has ended, whichever way. */
+static void uncount(ConsoleConn *c) {
+        if (c->counted) {
+                c->job->console.execs_running--;
+                c->counted = false;
+        }
+}
+
 /* Once the exec has exited and its output is drained and taken: its status to the caller (queued if the
  * caller is slow: the supervisor never blocks on one), then the connection goes. */
 static void maybe_finish(ConsoleConn *c) {
@@ -103,7 +111,7 @@ static void maybe_finish(ConsoleConn *c) {
                 return;
         if (!c->exit_sent) {
                 audit_event(&j->audit, POND_EVENT_EXEC, status, "exec %u ended: rc %d", c->number, (int) status);
-                j->console.execs_running--;
+                uncount(c);
                 c->exit_sent = true;
                 if (job_console_conn_send(c, CONSOLE_EXIT, &status, sizeof status) == -EAGAIN)
                         return;
@@ -118,6 +126,8 @@ static int on_output(sd_event_source *s, int fd, uint32_t revents, void *userdat
         ssize_t n;
         int r;
 
+        if (c->pending)
+                return 0; /* the caller has not taken the last packet: the pipe holds the rest */
         n = read(fd, buf, sizeof buf);
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
                 return 0;
@@ -256,6 +266,7 @@ int job_exec_start(ConsoleConn *c, char **argv) {
         audit_event(&j->audit, POND_EVENT_EXEC, AUDIT_NO_RC, "exec %u by uid %u in %s: %s", c->number,
                     (unsigned) c->uid, j->paths.scope, argv_words(argv, words, sizeof words));
         con->execs_running++;
+        c->counted = true;
         if (write(go, "g", 1) != 1)
                 log_warning_errno(errno, "Cannot let exec %u go: %m", c->number); /* it exits 127: reported */
         return 0;
@@ -267,7 +278,6 @@ void job_exec_done(ConsoleConn *c) {
                 c->pipe_src[i] = sd_event_source_disable_unref(c->pipe_src[i]);
                 c->pipe[i] = safe_close(c->pipe[i]);
         }
-        if (c->pid.pid > 0)
-                c->job->console.execs_running--;
+        uncount(c);
         sigkill_wait(&c->pid); /* the job ended under it: its process in the scope went with the scope */
 }

@@ -161,6 +161,7 @@ typedef struct ConsoleConn {
         size_t pending_len;
         bool exited;
         bool exit_sent;                 /* exec: its end is audited and its status sent (or queued) */
+        bool counted;                   /* exec: it counts in JobConsole.execs_running */
         int status;                     /* exec: its rc, or 128 + N for signal N */
         unsigned number;
         struct ConsoleConn *next;
