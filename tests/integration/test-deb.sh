@@ -17,7 +17,7 @@ for tool in systemd-nspawn dpkg-buildpackage dh lintian; do
         command -v "$tool" >/dev/null || t_skip_all "$tool not installed (tools/install-deps)"
 done
 
-plan 19
+plan 22
 work=$(mktemp -d /var/tmp/pond-test-deb.XXXXXX)
 box=deb-$$
 cleanup() {
@@ -77,6 +77,12 @@ t_eq "state and key directories from tmpfiles.d" "755 711 700" \
         "$(bx stat -c %a /var/lib/pond /run/pond /etc/pond/keys | tr '\n' ' ' | sed 's/ $//')"
 t_eq "postinst made the worker's key pairs: secret keys 0600 root's" "600 0 600 0" \
         "$(bx stat -c '%a %u' /etc/pond/keys/sign.key /etc/pond/keys/seal.key | tr '\n' ' ' | sed 's/ $//')"
+pub=$(bx cat /etc/pond/keys/sign.pub)
+t_like "sign.pub is a key" "^[A-Za-z0-9+/=]{40,}$" "$pub"
+# The keys are pinned by the control plane: reinstalling (or upgrading) must keep them.
+t_ok "apt-get install --reinstall" bx sh -c 'DEBIAN_FRONTEND=noninteractive apt-get install -y -q --reinstall "$1" \
+        >/dev/null 2>&1' sh "$deb"
+t_eq "a reinstall keeps the worker's keys" "$pub" "$(bx cat /etc/pond/keys/sign.pub)"
 t_ok "journalctl --list-catalog has pond's entries" \
         bx sh -c 'journalctl --list-catalog | grep -q d00e7eb856e042beb0e01295c25eda01'
 t_eq "nothing of pond runs after the install" "" \
