@@ -62,6 +62,9 @@ static const Verb verbs[] = {
           "  --pubkey FILE  the workers' signing key (one key: results of one worker, or of a fleet's key)\n"
           "  --min N        at least N results must have the same output (default: all)\n"
           "Exits 0 agree, 1 a result does not verify, 2 not re-runs of one completed job, 3 disagree.\n" },
+        { "export", ctl_verb_export, "ID", "the result directory as a tar stream on stdout",
+          "What pondctl -H fetches from a worker to verify it locally.\n"
+          "Exits 0, 4 no such job or no result yet.\n" },
         { "keygen", ctl_verb_keygen, "[--dir DIR]", "create keys for enrollment", NULL },
         { "hash-input", ctl_verb_hash_input, "SPEC [--checkout DIR]", "the input_sha a worker signs", NULL },
         { "image", ctl_verb_image, "import|list|inspect|rm|gc", "the image store (pondctl(1))",
@@ -111,7 +114,7 @@ int ctl_read_stdin(size_t max, char **ret, size_t *ret_len) {
 }
 
 static void usage(FILE *f) {
-        fprintf(f, "Usage: pondctl [--debug] VERB [ARGS...]\n"
+        fprintf(f, "Usage: pondctl [--debug] [-H [USER@]HOST] VERB [ARGS...]\n"
                    "       pondctl VERB --help\n\n");
         for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
                 fprintf(f, "  %-14s %-36s %s\n", verbs[i].name,
@@ -157,13 +160,18 @@ static int parse_argv(int argc, char *argv[]) {
                 { "debug", no_argument, NULL, 'd' },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, 'V' },
+                { "host", required_argument, NULL, 'H' },
                 {}
         };
         int c;
 
         optind = 0;
-        while ((c = getopt_long(argc, argv, "+h", options, NULL)) >= 0)
+        while ((c = getopt_long(argc, argv, "+hH:", options, NULL)) >= 0)
                 switch (c) {
+                case 'H':
+                        if (ctl_host_set(optarg) < 0)
+                                return CTL_EXIT_USAGE;
+                        break;
                 case 'd':
                         log_set_max_level(LOG_DEBUG);
                         break;
@@ -202,7 +210,16 @@ int ctl_main(int argc, char *argv[]) {
                 return CTL_EXIT_OK;
         }
         /* Each verb parses its own options from its name on. */
-        r = v->run(argc - first, argv + first);
+        if (ctl_host()) {
+                CtlVerbFunc f = ctl_host_verb(v->name);
+                if (!f) {
+                        log_error("pondctl %s does not take -H: only run, submit, status, logs, wait, cancel, list "
+                                  "and result do.", v->name);
+                        return CTL_EXIT_USAGE;
+                }
+                r = f(argc - first, argv + first);
+        } else
+                r = v->run(argc - first, argv + first);
         fflush(stdout);
         return r < 0 ? CTL_EXIT_ERROR : r;
 }

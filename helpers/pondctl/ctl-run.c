@@ -106,7 +106,16 @@ static int parse_one(CtlRunArgs *a, int c, char *arg) {
         case ARG_MEMORY:     o->memory = arg; return parse_size_arg("memory", arg);
         case ARG_TMPFS_SIZE: o->tmpfs_size = arg; return parse_size_arg("tmpfs-size", arg);
         case ARG_CHECKOUT: {
-                int r = ctl_checkout_resolve(arg, &a->checkout_abs);
+                int r;
+
+                if (ctl_host()) { /* a path on the worker, which checks it */
+                        if (arg[0] != '/')
+                                return log_error_errno(EINVAL, "--checkout: with -H, an absolute path on the "
+                                                       "worker.");
+                        o->checkout = arg;
+                        return 0;
+                }
+                r = ctl_checkout_resolve(arg, &a->checkout_abs);
                 if (r < 0)
                         return log_error_errno(r, "--checkout: cannot use '%s': %m", arg);
                 o->checkout = a->checkout_abs;
@@ -200,12 +209,18 @@ int ctl_verb_run(int argc, char *argv[]) {
         r = ctl_run_parse_argv(argc, argv, &a);
         if (r < 0) /* a bad option value is a refused spec; no command or an unknown option is misuse */
                 return r == -CTL_EUSAGE ? CTL_EXIT_USAGE : CTL_EXIT_REFUSED;
-        /* Without the pinned key no result could be trusted: do not start a job we cannot check. */
+        /* Without the pinned key no result could be trusted: do not start a job we cannot check. With -H it
+         * must be given: this machine's KEYDIR holds its own key, not the worker's. */
+        if (ctl_host() && !a.pubkey)
+                return ctl_fail(CTL_EXIT_USAGE, "With -H, --pubkey FILE is required: the worker's public key "
+                                "as pinned on this machine.");
         if (ctl_load_public_key(a.pubkey, pk) < 0)
                 return CTL_EXIT_UNVERIFIED;
         r = make_spec(&a, &spec, &len, &id);
         if (r != 0)
                 return r;
+        if (ctl_host())
+                return ctl_host_run(id, spec, len, pk, a.quiet);
         if (job_paths_init(&paths, id) < 0)
                 return ctl_fail(CTL_EXIT_FAILED, "Out of memory.");
         r = ctl_submit(&bus, &paths, id, spec, len);

@@ -167,7 +167,7 @@ int ctl_wait_to_json(const char *job_id, const char *result_dir, int exit_status
         if (r >= 0)
                 r = json_object_object_add(o, "reason", string_or_null(why ?: json_get_str(verified, "reason")));
         if (r >= 0)
-                r = json_add(o, "result_dir", json_object_new_string(result_dir));
+                r = json_object_object_add(o, "result_dir", string_or_null(result_dir));
         if (r >= 0)
                 r = json_object_object_add(o, "result", json_object_get(verified));
         if (r < 0)
@@ -260,14 +260,18 @@ static int wait_loop(const CtlWait *w, const char *unit, const char *result_json
                         }
                         last_query = now;
                 }
-                if (access(result_json, F_OK) >= 0)
+                if (due && ctl_unit_state_is_running(&st))
+                        *w->seen_running = true;
+                if (!w->fetch && access(result_json, F_OK) >= 0)
                         return 0;
                 if (!w->bus) {
                         log_error("Job %s has no result, and without the system bus its unit cannot be "
                                   "watched.", w->job_id);
                         return CTL_EXIT_FAILED;
                 } else if (due && !ctl_unit_state_is_running(&st))
-                        return report_no_result(w, unit);
+                        /* A worker's result is looked for once its unit has stopped (one fetch, not a poll
+                         * over ssh); here, a stopped unit without a result has none. */
+                        return w->fetch ? 0 : report_no_result(w, unit);
                 r = tick(w->bus);
                 if (r < 0) {
                         log_error_errno(r, "Lost the system bus while waiting for %s: %m", unit);
@@ -280,11 +284,13 @@ int ctl_wait(CtlWait *w) {
         _cleanup_free_ char *unit = NULL, *dir = NULL, *result_json = NULL;
         _cleanup_(sd_bus_slot_unrefp) sd_bus_slot *slot = NULL;
         struct sigaction sa = { .sa_handler = on_cancel_signal }, old_int, old_term;
-        bool changed = true;
+        bool changed = true, seen_running = false;
         int r;
 
-        if (unit_name(UNIT_JOB_SERVICE, w->job_id, &unit) < 0 || ctl_result_dir(w->paths, w->job_id, &dir) < 0 ||
-            asprintf(&result_json, "%s/%s", dir, RESULT_JSON_FILE) < 0)
+        w->seen_running = &seen_running;
+        if (unit_name(UNIT_JOB_SERVICE, w->job_id, &unit) < 0 ||
+            (!w->fetch && ctl_result_dir(w->paths, w->job_id, &dir) < 0) ||
+            (!w->fetch && asprintf(&result_json, "%s/%s", dir, RESULT_JSON_FILE) < 0))
                 return log_oom();
         if (w->bus) {
                 r = ctl_unit_watch(w->bus, unit, &changed, &slot);
@@ -301,5 +307,15 @@ int ctl_wait(CtlWait *w) {
         if (r > 0)
                 return r;
         drain_log(w);
+        if (w->fetch) {
+                r = w->fetch(w, &dir);
+                if (r == -ENOENT && !seen_running)
+                        return ctl_fail(CTL_EXIT_NOT_FOUND, "Job %s has no result on the worker and no running "
+                                        "unit: no such job.", w->job_id);
+                if (r == -ENOENT)
+                        return report_no_result(w, unit);
+                if (r < 0)
+                        return CTL_EXIT_FAILED;
+        }
         return finish(w, dir);
 }
