@@ -192,7 +192,6 @@ static int host_list(int argc, char *argv[]) {
 }
 
 static int host_cancel(int argc, char *argv[]) {
-        _cleanup_(ctl_unit_state_done) CtlUnitState st = {};
         _cleanup_free_ char *unit = NULL, *err = NULL;
         _cleanup_bus_ sd_bus *bus = NULL;
         const char *id;
@@ -204,10 +203,12 @@ static int host_cancel(int argc, char *argv[]) {
                 return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
         if (ctl_host_bus_open(&bus) < 0)
                 return CTL_EXIT_ERROR;
-        r = ctl_unit_get_state(bus, unit, false, &st);
+        /* The spool is the worker's: here a job is known by its unit, loaded while it runs and until systemd
+         * collects it after it ended. */
+        r = ctl_unit_is_known(bus, unit);
         if (r < 0)
-                return ctl_fail_errno(CTL_EXIT_ERROR, r, "Cannot get the state of %s on %s: %m", unit, ctl_host());
-        if (!st.loaded)
+                return ctl_fail_errno(CTL_EXIT_ERROR, r, "Cannot look up %s on %s: %m", unit, ctl_host());
+        if (r == 0)
                 return ctl_fail(CTL_EXIT_NOT_FOUND, "%s is not loaded on %s: no such job, or it has ended.", unit,
                                 ctl_host());
         r = ctl_unit_call(bus, "StopUnit", unit, &err);

@@ -98,6 +98,8 @@ int ctl_bus_open(sd_bus **ret);
 int ctl_unit_call(sd_bus *bus, const char *method, const char *unit, char **ret_error);
 int ctl_unit_get_state(sd_bus *bus, const char *unit, bool with_status, CtlUnitState *ret);
 void ctl_unit_state_done(CtlUnitState *s);
+/* Whether systemd has the unit loaded now (Manager.GetUnit, which loads nothing): 1, 0, or -errno. */
+int ctl_unit_is_known(sd_bus *bus, const char *unit);
 bool ctl_unit_state_is_running(const CtlUnitState *s);
 /* Asks systemd for change signals of unit and sets *changed when one arrives; best effort. */
 int ctl_unit_watch(sd_bus *bus, const char *unit, bool *changed, sd_bus_slot **ret_slot);
