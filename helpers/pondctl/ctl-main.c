@@ -25,6 +25,7 @@ static const Verb verbs[] = {
           "  --profile P --backend B --tier T --image NAME --checkout DIR --allow-host H (repeatable)\n"
           "  --memory SIZE --cpus N --pids N --tmpfs-size SIZE --timeout SECONDS --output PATH (repeatable)\n"
           "  --env K=V (repeatable) --tenant T --job-id ID --spec FILE --pubkey FILE -q|--quiet\n"
+          "  with -H: --pubkey FILE required, --checkout a path on the worker\n"
           "Exits with the job's rc, 128+N for signal N, 124 timed out, 125 refused, 126 pond failed,\n"
           "127 result did not verify, 130 cancelled, 64 usage error.\n" },
         { "submit", ctl_verb_submit, "SPEC|- [--checkout DIR]", "queue and start, print the id",
@@ -41,6 +42,7 @@ static const Verb verbs[] = {
           "  --pubkey FILE  verify with this key instead of KEYDIR/sign.pub\n"
           "  -q, --quiet    no summary\n"
           "  --json         the outcome as one JSON object on stdout (verified, exit_status, result)\n"
+          "  --into DIR     with -H (which requires --pubkey): keep the fetched, verified result at DIR/ID\n"
           "Exits as run does; 4 if there is no such job.\n" },
         { "cancel", ctl_verb_cancel, "ID", "stop it; it still gets a result",
           "Exits 0, 4 no such job, 1 the unit could not be stopped.\n" },
@@ -54,6 +56,7 @@ static const Verb verbs[] = {
         { "result", ctl_verb_result, "ID [--json] [--pubkey F]", "verify and show a result",
           "  --json         result.json byte for byte, as verified\n"
           "  --pubkey FILE  verify with this key instead of KEYDIR/sign.pub\n"
+          "  --into DIR     with -H (which requires --pubkey): keep the fetched, verified result at DIR/ID\n"
           "Exits 0, 1 it does not verify, 4 no such job or no result yet.\n" },
         { "verify", ctl_verb_verify, "--pubkey F [OPTIONS] DIR", "check a result directory",
           "  --pubkey FILE --job-id ID --input-sha HEX --image-digest sha256:HEX\n"
@@ -119,6 +122,7 @@ static void usage(FILE *f) {
         for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
                 fprintf(f, "  %-14s %-36s %s\n", verbs[i].name,
                         strlen(verbs[i].args) > 36 ? "[OPTIONS]" : verbs[i].args, verbs[i].what);
+        fprintf(f, "\n-H [USER@]HOST: run, submit, status, logs, wait, cancel, list, result on a worker over ssh.\n");
         fprintf(f, "\nExit status: 0 success, 1 failed, 4 no such job, 64 usage error; run and wait exit with the\n"
                    "job's rc, 128+N signal N, 124 timed out, 125 refused, 126 pond failed, 127 did not verify,\n"
                    "130 cancelled. See pondctl(1).\n");
