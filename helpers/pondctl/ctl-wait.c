@@ -188,7 +188,7 @@ static void drain_log(const CtlWait *w) {
 
 /* The first signal cancels the job and keeps waiting for its (signed, "cancelled") result; the second gives
  * up waiting: the cancellation goes on without us. */
-static int on_cancel(const CtlWait *w, const char *unit, int n) {
+static int on_cancel(CtlWait *w, const char *unit, int n) {
         _cleanup_free_ char *err = NULL;
 
         if (n > 0 || !w->bus) {
@@ -196,6 +196,10 @@ static int on_cancel(const CtlWait *w, const char *unit, int n) {
                 return CTL_EXIT_CANCELLED;
         }
         log_notice("Cancelling job %s (interrupt again to stop waiting)...", w->job_id);
+        /* -H: the ssh under the remote bus is in our process group, and a Ctrl-C on the terminal killed it
+         * too: the StopUnit, and the rest of the wait, go over a new connection (made after the signal). */
+        if (w->fetch && !w->reconnected && ctl_host_bus_open(&w->reconnected) >= 0)
+                w->bus = w->reconnected;
         if (ctl_unit_call(w->bus, "StopUnit", unit, &err) < 0)
                 log_error("Cannot stop %s: %s", unit, err ?: "unknown error");
         return 0;
@@ -231,7 +235,7 @@ static int report_no_result(const CtlWait *w, const char *unit) {
 /* Returns 0 once the result exists, else the exit status to fail with. The unit may still be tearing the
  * job down: nothing in the result changes after it is renamed into place, and a result written by the
  * cleanup (the supervisor died) is there only once the cleanup has written it. */
-static int wait_loop(const CtlWait *w, const char *unit, const char *result_json, bool *changed) {
+static int wait_loop(CtlWait *w, const char *unit, const char *result_json, bool *changed) {
         uint64_t last_query = 0;
         int handled = 0, r;
 
@@ -305,17 +309,23 @@ int ctl_wait(CtlWait *w) {
         (void) sigaction(SIGINT, &old_int, NULL);
         (void) sigaction(SIGTERM, &old_term, NULL);
         if (r > 0)
-                return r;
+                goto finish;
         drain_log(w);
         if (w->fetch) {
                 r = w->fetch(w, &dir);
                 if (r == -ENOENT && !seen_running)
-                        return ctl_fail(CTL_EXIT_NOT_FOUND, "Job %s has no result on the worker and no running "
-                                        "unit: no such job.", w->job_id);
-                if (r == -ENOENT)
-                        return report_no_result(w, unit);
-                if (r < 0)
-                        return CTL_EXIT_FAILED;
+                        r = ctl_fail(CTL_EXIT_NOT_FOUND, "Job %s has no result on the worker and no running "
+                                     "unit: no such job.", w->job_id);
+                else if (r == -ENOENT)
+                        r = report_no_result(w, unit);
+                else if (r < 0)
+                        r = CTL_EXIT_FAILED;
+                if (r != 0)
+                        goto finish;
         }
-        return finish(w, dir);
+        r = finish(w, dir);
+finish:
+        slot = sd_bus_slot_unref(slot);
+        w->reconnected = sd_bus_flush_close_unref(w->reconnected);
+        return r;
 }

@@ -161,6 +161,7 @@ struct CtlWait {
         int (*fetch)(struct CtlWait *w, char **ret_dir);
         void *userdata;
         bool *seen_running; /* ctl_wait()'s own */
+        sd_bus *reconnected; /* ctl_wait()'s own: -H, the bus made again after an interrupt */
 };
 
 /* Waits until the result exists and the unit has stopped, cancelling the job on SIGINT/SIGTERM; verifies,

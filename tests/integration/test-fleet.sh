@@ -14,7 +14,8 @@ need_box
 [ "$(_t_box_mode)" = box ] || t_skip_all "needs POND_BOX: a second box joins it over a veth link"
 for tool in /usr/sbin/sshd /usr/bin/ssh /usr/bin/ssh-keygen /usr/bin/systemd-stdio-bridge \
         /lib/systemd/systemd-journal-remote /lib/systemd/systemd-journal-upload; do
-        [ -x "$tool" ] || t_skip_all "$tool is missing: install openssh-server, systemd-journal-remote (tools/install-deps)"
+        [ -x "$tool" ] ||
+                t_skip_all "$tool is missing: install openssh-server, systemd-journal-remote (tools/install-deps)"
 done
 build=${POND_BUILD_ROOT:-$PWD}
 [ -x "$build/helpers/pondctl/pondctl" ] || t_skip_all "no pondctl in $build (set POND_BUILD_ROOT)"
@@ -42,6 +43,13 @@ peer() { "$POND_BOX_TOOL" exec "$PEER" -- "$@"; }
 # remote ARGS...: pondctl -H root@worker ARGS... on the peer
 remote() { peer env POND_REMOTE_PONDCTL="$PONDCTL" "$CLIENT_PONDCTL" -H root@worker "$@"; }
 json() { python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2" 2>&1; }
+# json_in EXPR: the same over the JSON document on stdin
+json_in() { python3 -c 'import json,sys; j=json.load(sys.stdin); print(eval(sys.argv[1]))' "$1" 2>&1; }
+# spec ID COMMAND-JSON: a job spec on stdout
+spec() {
+        printf '{"job_id":"%s","tenant":"t","command":%s,"sandbox":{"profile":"%s","backend":"%s"}}\n' \
+                "$1" "$2" untrusted-code-write "$BACKEND"
+}
 
 # --- the second box, and a link between the two
 mkdir -p "$tmp/results"
@@ -63,7 +71,8 @@ in_box ssh-keygen -q -t ed25519 -N '' -C pond-fleet-host -f "$FLEET/host_key"
 in_box sh -c 'cat > "$1"' sh "$FLEET/authorized_keys" <"$tmp/id_ed25519.pub"
 # OpenSSH's privilege separation user, which the box's /etc has not; and root's account not locked ("!"),
 # which sshd refuses even for a key, but without a password ("*"). Both put back at cleanup.
-in_box sh -c 'grep -q "^sshd:" /etc/passwd || echo "sshd:x:74:65534:pond-fleet:/run/sshd:/usr/sbin/nologin" >>/etc/passwd'
+in_box sh -c 'grep -q "^sshd:" /etc/passwd ||
+        echo "sshd:x:74:65534:pond-fleet:/run/sshd:/usr/sbin/nologin" >>/etc/passwd'
 in_box cp -p /etc/shadow "$FLEET/shadow.orig"
 in_box sed -i 's/^root:!\**:/root:*:/' /etc/shadow
 # shellcheck disable=SC2016 # the box's sh expands $1
@@ -79,7 +88,8 @@ StrictModes no
 PidFile none
 EOF
 t_ok "the worker's sshd configuration is valid" in_box /usr/sbin/sshd -t -f "$FLEET/sshd_config"
-t_ok "the worker's sshd runs" in_box systemd-run -q --unit=pond-fleet-sshd.service /usr/sbin/sshd -D -e -f "$FLEET/sshd_config"
+t_ok "the worker's sshd runs" \
+        in_box systemd-run -q --unit=pond-fleet-sshd.service /usr/sbin/sshd -D -e -f "$FLEET/sshd_config"
 printf '%s %s\n' "$W_ADDR" "$(in_box cat "$FLEET/host_key.pub" | cut -d' ' -f1,2)" >"$tmp/known_hosts"
 peer sh -c 'mkdir -p /root/.ssh && cat > /root/.ssh/config' <<EOF
 Host worker
@@ -141,13 +151,13 @@ t_fail "control: a byte flipped in the fetched result.json does not verify" \
 t_fail "result -H --into refuses to replace what is there" \
         remote result --pubkey "$tmp/worker.pub" --into "$tmp/results" "$id"
 t_eq "result -H --json: result.json as verified" "$id" \
-        "$(remote result --json --pubkey "$tmp/worker.pub" "$id" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["job_id"])')"
+        "$(remote result --json --pubkey "$tmp/worker.pub" "$id" 2>/dev/null | json_in 'j["job_id"]')"
 
 # --- submit - (the spec on stdin), status, logs -f, wait --json
 id2=$(new_id fleet-submit)
 # shellcheck disable=SC2016 # the job's sh expands $i
-printf '{"job_id":"%s","tenant":"t","command":["sh","-c","for i in 1 2 3; do echo line-$i; sleep 0.2; done"],"sandbox":{"profile":"untrusted-code-write","backend":"%s"}}\n' \
-        "$id2" "$BACKEND" | remote submit - >"$tmp/submit.out" 2>"$tmp/err"
+spec "$id2" '["sh","-c","for i in 1 2 3; do echo line-$i; sleep 0.2; done"]' |
+        remote submit - >"$tmp/submit.out" 2>"$tmp/err"
 t_eq "submit -H - prints the id" "$id2" "$(cat "$tmp/submit.out")" || diag "$(cat "$tmp/err")"
 remote logs -f "$id2" >"$tmp/logs.out" 2>"$tmp/err"
 t_eq "logs -H -f: every line, once, in order" "$(printf 'line-%s\n' 1 2 3)" "$(cat "$tmp/logs.out")"
@@ -159,16 +169,15 @@ remote status --json "$id2" >"$tmp/status.json" 2>"$tmp/err"
 t_eq "status -H --json: state, unit" "completed pond-job@$id2.service" \
         "$(json "$tmp/status.json" 'j["state"] + " " + j["unit"]')"
 t_like "list -H --json has both jobs" "^2$" \
-        "$(remote list --json --since 1h 2>/dev/null | python3 -c "import json,sys; print(sum(e['job_id'] in ('$id','$id2') for e in json.load(sys.stdin)))")"
+        "$(remote list --json --since 1h 2>/dev/null | json_in "sum(e['job_id'] in ('$id', '$id2') for e in j)")"
 
 # --- cancel -H over the worker's bus, then wait -H: a signed "cancelled" result, exit 130
 id3=$(new_id fleet-cancel)
-printf '{"job_id":"%s","tenant":"t","command":["sh","-c","echo up; exec sleep 600"],"sandbox":{"profile":"untrusted-code-write","backend":"%s"}}\n' \
-        "$id3" "$BACKEND" | remote submit - >/dev/null 2>"$tmp/err"
+spec "$id3" '["sh","-c","echo up; exec sleep 600"]' | remote submit - >/dev/null 2>"$tmp/err"
 t_eq "submit -H of a long job" 0 "$?" || diag "$(cat "$tmp/err")"
 state=
 for _ in $(seq 300); do
-        state=$(remote status --json "$id3" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])')
+        state=$(remote status --json "$id3" 2>/dev/null | json_in 'j["state"]')
         [ "$state" = running ] && in_box test -s "$POND_STATE/jobs/$id3/log/stdout" && break
         sleep 0.2
 done
@@ -177,6 +186,28 @@ t_ok "cancel -H stops its unit over the worker's bus" remote cancel "$id3"
 remote wait -q --pubkey "$tmp/worker.pub" "$id3" 2>"$tmp/err"
 t_eq "wait -H of the cancelled job exits 130" 130 "$?" || diag "$(cat "$tmp/err")"
 t_eq "its signed result says cancelled" cancelled "$(result_field "$id3" 'r["status"]')"
+
+# --- Ctrl-C on a terminal: SIGINT to wait -H's whole process group (setsid makes it one), its ssh children
+# included (the wait has started: it catches SIGINT); wait cancels the job over a new connection (the old
+# one died with its ssh) and exits 130 with the signed result. (`timeout` only keeps a broken cancel from
+# holding the suite for the job's 300 s.)
+id4=$(new_id fleet-sigint)
+spec "$id4" '["sleep","300"]' | remote submit - >/dev/null 2>"$tmp/err"
+# shellcheck disable=SC2016 # the peer's bash expands these
+peer timeout 200 bash -c '
+        POND_REMOTE_PONDCTL=$1 setsid "$2" -H root@worker wait -q --pubkey "$3" "$4" 2>"$5" &
+        pid=$!
+        # Ready once pondctl catches SIGINT (SigCgt): its handler goes in after the bus is connected.
+        for _ in $(seq 600); do
+                mask=$(sed -n "s/^SigCgt:\t*//p" "/proc/$pid/status" 2>/dev/null)
+                [ -n "$mask" ] && (( 16#$mask & 2 )) && break
+                sleep 0.1
+        done
+        kill -INT -- "-$pid"
+        wait "$pid"' bash "$PONDCTL" "$CLIENT_PONDCTL" "$tmp/worker.pub" "$id4" "$tmp/sigint.err"
+t_eq "wait -H interrupted with its ssh children: exits 130" 130 "$?" || diag "$(cat "$tmp/sigint.err")"
+t_like "it cancelled the job" "Cancelling job $id4" "$(cat "$tmp/sigint.err")"
+t_eq "the job's signed result says cancelled" cancelled "$(result_field "$id4" 'r["status"]')"
 
 # --- no such job, bad ids and hostile words
 remote status "no-such-job-$$" >/dev/null 2>&1
@@ -187,8 +218,8 @@ remote wait --pubkey "$tmp/worker.pub" "no-such-job-$$" >/dev/null 2>&1
 t_eq "wait -H of an unknown job exits 4" 4 "$?"
 remote status 'x;touch /tmp/pond-fleet-pwned' >/dev/null 2>&1
 t_eq "status -H of an id with a ';': a usage error, before any ssh" 64 "$?"
-printf '{"job_id":"%s","tenant":"t","command":["true"],"sandbox":{"profile":"untrusted-code-write"}}\n' \
-        "$(new_id fleet-quote)" | remote submit - --checkout '/nonexistent/a b;touch /tmp/pond-fleet-pwned' >/dev/null 2>&1
+spec "$(new_id fleet-quote)" '["true"]' |
+        remote submit - --checkout '/nonexistent/a b;touch /tmp/pond-fleet-pwned' >/dev/null 2>&1
 t_eq "submit -H with a hostile --checkout: refused by the worker (125)" 125 "$?"
 t_fail "the hostile --checkout ran nothing on the worker" in_box test -e /tmp/pond-fleet-pwned
 peer ssh root@worker echo '/nonexistent/a b;touch /tmp/pond-fleet-pwned-control' >/dev/null 2>&1
@@ -208,15 +239,16 @@ for _ in $(seq 300); do
 done
 t_like "collector: the job's records, accepted to signed" "accepted.*started.*exited.*signed" "$events"
 t_eq "collector: they come from the worker's machine id" "$machine" \
-        "$(peer journalctl -D /var/log/journal/remote -o json POND_JOB_ID="$id" POND_EVENT=signed 2>/dev/null |
-                python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["_MACHINE_ID"])')"
+        "$(peer journalctl -D /var/log/journal/remote -o json -n 1 POND_JOB_ID="$id" POND_EVENT=signed 2>/dev/null |
+                json_in 'j["_MACHINE_ID"]')"
 t_eq "collector: the record's rc and profile" "3 untrusted-code-write" \
-        "$(peer journalctl -D /var/log/journal/remote -o json POND_JOB_ID="$id" POND_EVENT=exited 2>/dev/null |
-                python3 -c 'import json,sys; e=json.loads(sys.stdin.readline()); print(e["POND_RC"], e["POND_PROFILE"])')"
+        "$(peer journalctl -D /var/log/journal/remote -o json -n 1 POND_JOB_ID="$id" POND_EVENT=exited 2>/dev/null |
+                json_in 'j["POND_RC"] + " " + j["POND_PROFILE"]')"
 t_eq "control: the peer's own journal has no record of the job" "" \
         "$(peer journalctl -q -o cat POND_JOB_ID="$id" 2>/dev/null)"
 
 # --- nothing left on the worker by the jobs
 t_clean "nothing left after the run -H job" "$id"
 t_clean "nothing left after the cancelled job" "$id3"
+t_clean "nothing left after the interrupted job" "$id4"
 done_testing
