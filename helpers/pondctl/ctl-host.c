@@ -300,11 +300,14 @@ static int host_result(int argc, char *argv[]) {
         return ctl_result_verify_print(f.dir, pk, id, json);
 }
 
-int ctl_host_run(const char *id, const char *spec, size_t len, const uint8_t *pk, bool quiet) {
+int ctl_host_run(const char *id, const char *spec, size_t len, const uint8_t *pk, bool quiet, const char *into) {
         _cleanup_(host_fetch_done) HostFetch f = HOST_FETCH_NULL;
         _cleanup_strv_free_ char **rargv = NULL;
         int r;
 
+        if (into_check(into) < 0)
+                return CTL_EXIT_USAGE;
+        f.into = into;
         if (strv_build(&rargv, "submit", "-", NULL) < 0)
                 return ctl_fail(CTL_EXIT_FAILED, "Out of memory.");
         r = ctl_remote_run(rargv, spec, len, -EBADF);

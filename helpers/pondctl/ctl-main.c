@@ -25,7 +25,7 @@ static const Verb verbs[] = {
           "  --profile P --backend B --tier T --image NAME --checkout DIR --allow-host H (repeatable)\n"
           "  --memory SIZE --cpus N --pids N --tmpfs-size SIZE --timeout SECONDS --output PATH (repeatable)\n"
           "  --env K=V (repeatable) --tenant T --job-id ID --spec FILE --pubkey FILE -q|--quiet\n"
-          "  with -H: --pubkey FILE required, --checkout a path on the worker\n"
+          "  with -H: --pubkey FILE required, --checkout a path on the worker, --into DIR keeps the result\n"
           "Exits with the job's rc, 128+N for signal N, 124 timed out, 125 refused, 126 pond failed,\n"
           "127 result did not verify, 130 cancelled, 64 usage error.\n" },
         { "submit", ctl_verb_submit, "SPEC|- [--checkout DIR]", "queue and start, print the id",

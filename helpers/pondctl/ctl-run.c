@@ -15,7 +15,7 @@
 enum {
         ARG_PROFILE = 0x100, ARG_BACKEND, ARG_TIER, ARG_IMAGE, ARG_CHECKOUT, ARG_ALLOW_HOST, ARG_MEMORY,
         ARG_CPUS, ARG_PIDS, ARG_TMPFS_SIZE, ARG_TIMEOUT, ARG_OUTPUT, ARG_ENV, ARG_TENANT, ARG_JOB_ID,
-        ARG_SPEC, ARG_PUBKEY,
+        ARG_SPEC, ARG_PUBKEY, ARG_INTO,
 };
 
 static const struct option run_options[] = {
@@ -36,6 +36,7 @@ static const struct option run_options[] = {
         { "job-id", required_argument, NULL, ARG_JOB_ID },
         { "spec", required_argument, NULL, ARG_SPEC },
         { "pubkey", required_argument, NULL, ARG_PUBKEY },
+        { "into", required_argument, NULL, ARG_INTO },
         { "quiet", no_argument, NULL, 'q' },
         {}
 };
@@ -96,6 +97,11 @@ static int parse_one(CtlRunArgs *a, int c, char *arg) {
         case ARG_JOB_ID:     o->job_id = arg; return 0;
         case ARG_SPEC:       a->spec_file = arg; return 0;
         case ARG_PUBKEY:     a->pubkey = arg; return 0;
+        case ARG_INTO:
+                if (!ctl_host())
+                        return log_error_errno(CTL_EUSAGE, "--into is for -H: a result fetched from a worker.");
+                a->into = arg;
+                return 0;
         case 'q':            a->quiet = true; return 0;
         case ARG_ALLOW_HOST: return list_add(&o->allow_hosts, arg);
         case ARG_OUTPUT:     return list_add(&o->outputs, arg);
@@ -220,7 +226,7 @@ int ctl_verb_run(int argc, char *argv[]) {
         if (r != 0)
                 return r;
         if (ctl_host())
-                return ctl_host_run(id, spec, len, pk, a.quiet);
+                return ctl_host_run(id, spec, len, pk, a.quiet, a.into);
         if (job_paths_init(&paths, id) < 0)
                 return ctl_fail(CTL_EXIT_FAILED, "Out of memory.");
         r = ctl_submit(&bus, &paths, id, spec, len);

@@ -201,8 +201,9 @@ int ctl_result_tar_import(int in_fd, int dest_dirfd, char **ret_error);
 typedef int (*CtlVerbFunc)(int argc, char *argv[]);
 CtlVerbFunc ctl_host_verb(const char *name);
 /* run -H: submits spec (already checked) through the worker's pondctl, shows its `logs -f`, waits over the
- * remote bus, fetches and verifies the result with pk. Returns the exit status, as run does. */
-int ctl_host_run(const char *id, const char *spec, size_t len, const uint8_t *pk, bool quiet);
+ * remote bus, fetches (into INTO/ID, or a temporary directory: into NULL) and verifies the result with pk.
+ * Returns the exit status, as run does. */
+int ctl_host_run(const char *id, const char *spec, size_t len, const uint8_t *pk, bool quiet, const char *into);
 /* ctl-verify.c: what `result` prints for a result directory, verified with pk (exit 0, or 1). */
 int ctl_result_verify_print(const char *dir, const uint8_t *pk, const char *job_id, bool json);
 
@@ -310,6 +311,7 @@ typedef struct CtlRunArgs {
         CtlSpecOptions spec;
         const char *spec_file;
         const char *pubkey;
+        const char *into;          /* -H: keep the fetched result at INTO/ID */
         bool quiet;
         char *checkout_abs;
 } CtlRunArgs;

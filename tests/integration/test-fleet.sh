@@ -124,13 +124,16 @@ t_ok "systemd-journal-upload on the worker sends to the peer" \
 
 # --- run -H: output streamed, the job's rc, the result verified here
 id=$(new_id fleet-run)
+mkdir -p "$tmp/run"
 remote run --quiet --job-id "$id" --backend "$BACKEND" --profile untrusted-code-write --pubkey "$tmp/worker.pub" \
-        -- sh -c 'echo hello-fleet; echo err-fleet >&2; exit 3' >"$tmp/out" 2>"$tmp/err"
+        --into "$tmp/run" -- sh -c 'echo hello-fleet; echo err-fleet >&2; exit 3' >"$tmp/out" 2>"$tmp/err"
 t_eq "run -H exits with the job's rc" 3 "$?"
 t_eq "run -H: the job's stdout" hello-fleet "$(cat "$tmp/out")" || diag "$(cat "$tmp/err")"
 t_like "run -H: the job's stderr" "err-fleet" "$(cat "$tmp/err")"
 t_eq "the job ran on the worker" completed "$(result_field "$id" 'r["status"]')"
 t_fail "the peer has no spool entry or result of it" peer test -e "/var/lib/pond/results/$id"
+t_ok "run -H --into: the verified result stays on the peer" \
+        peer "$CLIENT_PONDCTL" verify --pubkey "$tmp/worker.pub" --job-id "$id" "$tmp/run/$id"
 
 # --- result -H: fetched, verified on the peer; tampering or another key fails that check
 t_ok "result -H --into: fetched and verified" remote result --pubkey "$tmp/worker.pub" --into "$tmp/results" "$id"
