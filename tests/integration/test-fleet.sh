@@ -250,6 +250,18 @@ t_eq "collector: the record's rc and profile" "3 untrusted-code-write" \
 t_eq "control: the peer's own journal has no record of the job" "" \
         "$(peer journalctl -q -o cat POND_JOB_ID="$id" 2>/dev/null)"
 
+# --- figures for docs/operations.md (diagnostics only, nothing asserted on time)
+ms() { echo $((($(date +%s%N) - $1) / 1000000)); }
+t0=$(date +%s%N); remote status --json "$id" >/dev/null 2>&1; status_ms=$(ms "$t0")
+t0=$(date +%s%N); remote cancel "no-such-job-$$" >/dev/null 2>&1; bus_ms=$(ms "$t0")
+t0=$(date +%s%N)
+remote run -q --backend "$BACKEND" --profile untrusted-code-write --pubkey "$tmp/worker.pub" -- true >/dev/null 2>&1
+remote_ms=$(ms "$t0")
+t0=$(date +%s%N); pond run -q --backend "$BACKEND" --profile untrusted-code-write -- true >/dev/null 2>&1
+local_ms=$(ms "$t0")
+diag "status -H (ssh + worker's pondctl): $status_ms ms; cancel -H of an unknown job (ssh + bus): $bus_ms ms" \
+        "run -H -- true: $remote_ms ms; the same run on the worker itself: $local_ms ms"
+
 # --- nothing left on the worker by the jobs
 t_clean "nothing left after the run -H job" "$id"
 t_clean "nothing left after the cancelled job" "$id3"
