@@ -5,6 +5,7 @@
  * live log, the result directory) is read or written by the worker's own pondctl, run as `ssh -xT -- HOST
  * 'pondctl' 'VERB' ...` with every argument single-quoted for the remote shell. */
 #include <fcntl.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -175,6 +176,9 @@ int ctl_remote_run(char *const *argv, const char *in, size_t in_len, int stdout_
         int pipefd[2], r;
 
         if (in) {
+                /* ssh may exit before it has read everything (a refusal, a lost connection): its status says
+                 * why, not a SIGPIPE. */
+                (void) signal(SIGPIPE, SIG_IGN);
                 if (pipe2(pipefd, O_CLOEXEC) < 0)
                         return ctl_fail_errno(CTL_EXIT_ERROR, errno, "Cannot make a pipe: %m");
                 in_read = pipefd[0];
