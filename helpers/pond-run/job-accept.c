@@ -66,7 +66,7 @@ static int resolve(Job *j) {
         JobInput *in = &j->input;
         int r;
 
-        r = policy_load(pond_dir(POND_DIR_POLICY), &in->policy, &err);
+        r = policy_load(NULL, &in->policy, &err);
         if (r < 0)
                 return job_fail(j, -EINVAL, "%s", err ?: "cannot load policy");
         r = policy_resolve(in->policy, &in->spec->sandbox, &in->resolved, &err);

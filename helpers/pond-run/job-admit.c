@@ -62,7 +62,7 @@ int job_admit(Job *j) {
         unsigned polls = 0;
         int r;
 
-        r = admission_policy_load(pond_dir(POND_DIR_POLICY), &p, &err);
+        r = admission_policy_load(NULL, &p, &err);
         if (r < 0)
                 return refuse(j, "%s", err ?: "policy: worker.json: cannot be read");
         if (admission_dir(&dir) < 0)

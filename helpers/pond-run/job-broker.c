@@ -15,6 +15,7 @@
 #include "job.h"
 #include "json-util.h"
 #include "log.h"
+#include "policy-file.h"
 
 /* The job's own dummy_key, if it sent one, is replaced: the worker picks it. */
 static int set_dummy_keys(json_object *creds) {
@@ -38,6 +39,7 @@ int job_broker_config(const Job *j, json_object **ret, char **ret_error) {
         _cleanup_json_ json_object *c = NULL, *creds = NULL;
         _cleanup_free_ char *prices = NULL;
         const JobSpec *spec = j->input.spec;
+        int r;
 
         *ret = NULL;
         if (!spec->credentials)
@@ -47,9 +49,15 @@ int job_broker_config(const Job *j, json_object **ret, char **ret_error) {
                                  "credentials: need a confined profile (profile none has no broker)");
         if (spec->limits.max_cost_cents == 0)
                 return error_set(ret_error, -EINVAL, "limits.max_cost_cents: required with credentials");
+        /* The operator's /etc/pond/prices.json, if there is one (policy-file.h). */
+        r = policy_file("prices.json", &prices);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return error_set(ret_error, r, "broker: prices.json: cannot look in %s: %s", pond_dir(POND_DIR_CONFIG),
+                                 strerror(-r));
         c = json_object_new_object();
-        if (!c || json_object_deep_copy(spec->credentials, &creds, NULL) < 0 || set_dummy_keys(creds) < 0 ||
-            asprintf(&prices, "%s/prices.json", pond_dir(POND_DIR_POLICY)) < 0)
+        if (!c || json_object_deep_copy(spec->credentials, &creds, NULL) < 0 || set_dummy_keys(creds) < 0)
                 return -ENOMEM;
         if (json_object_object_add(c, "job_id", json_object_new_string(j->paths.id)) < 0 ||
             json_object_object_add(c, "max_cost_cents", json_object_new_uint64(spec->limits.max_cost_cents)) < 0 ||

@@ -144,6 +144,11 @@ static void pin_oom_counters(Job *j, const char *payload) {
                 _cleanup_close_ int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
                 if (fd >= 0)
                         (void) write_all(fd, "-1000", 5);
+                /* A fork of pond-run holds a copy-on-write image of it (page tables, the pages either side
+                 * writes later) for the whole job: pond-run and the fork measured 5.9 MiB of PSS together, with
+                 * sleep(1) as the pin 5.4. It holds the cgroups as well; the parent death signal and
+                 * oom_score_adj survive the exec. */
+                execv("/usr/bin/sleep", (char *[]) { (char *) "pond-oom-pin", (char *) "infinity", NULL });
                 for (;;)
                         pause();
         }

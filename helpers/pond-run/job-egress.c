@@ -11,21 +11,21 @@
 #include "dirs.h"
 #include "job.h"
 #include "json-strict.h"
+#include "policy-file.h"
 
 /* The operator's SYSCONFDIR/pond/egress.json (the site's real registries and git hosts) replaces the
- * shipped policy/egress.json, which names placeholders only. */
+ * shipped policy/egress.json, which names placeholders only (policy-file.h). */
 static int load_policy(json_object **ret, char **ret_error) {
         _cleanup_free_ char *path = NULL, *buf = NULL, *err = NULL;
         size_t len;
         int r;
 
-        if (asprintf(&path, "%s/egress.json", pond_dir(POND_DIR_CONFIG)) < 0)
-                return -ENOMEM;
-        if (access(path, F_OK) < 0) {
-                free(path);
-                if (asprintf(&path, "%s/egress.json", pond_dir(POND_DIR_POLICY)) < 0)
-                        return -ENOMEM;
-        }
+        r = policy_file("egress.json", &path);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return error_set(ret_error, r, "egress policy: cannot look in %s: %s", pond_dir(POND_DIR_CONFIG),
+                                 strerror(-r));
         r = read_full_file(path, JSON_STRICT_MAX_BYTES, &buf, &len);
         if (r < 0)
                 return error_set(ret_error, r, "egress policy: cannot read %s: %s", path, strerror(-r));

@@ -125,6 +125,18 @@ bool ctl_unit_state_is_running(const CtlUnitState *s) {
                streq(a, "reloading") || streq(a, "refreshing");
 }
 
+int ctl_unit_is_known(sd_bus *bus, const char *unit) {
+        _cleanup_bus_error_ sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r;
+
+        /* GetUnit, unlike reading a property of the unit's object path, does not load it. */
+        r = sd_bus_call_method(bus, SD_DESTINATION, SD_PATH, SD_MANAGER, "GetUnit", &error, &reply, "s", unit);
+        if (r < 0 && sd_bus_error_has_name(&error, "org.freedesktop.systemd1.NoSuchUnit"))
+                return 0;
+        return r < 0 ? r : 1;
+}
+
 static int on_properties_changed(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         *(bool *) userdata = true;
         return 0;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* ctl-dispatch.c: `pondctl dispatch-check [FILE] [--tenant PROJECT] [--policy DIR] [--worker PROBE.json
  * [--worker-tags a,b]]`: reads a stage's sandbox block (FILE, or stdin for none or "-") and prints the
- * routing decision, or a refusal, as JSON on stdout. The policy is the worker's own policy/ files. */
+ * routing decision, or a refusal, as JSON on stdout. The policy is --policy DIR's files, else the worker's
+ * own (/etc/pond's over the shipped ones, policy-file.h). */
 #include <getopt.h>
 
 #include "ctl.h"
@@ -71,7 +72,6 @@ static int parse_args(int argc, char *argv[], DispatchArgs *a) {
         if (a->worker_tags && !a->worker)
                 return log_error_errno(EINVAL, "--worker-tags needs --worker PROBE.json.");
         a->input = optind < argc && !streq(argv[optind], "-") ? argv[optind] : NULL;
-        a->policy_dir = a->policy_dir ?: pond_dir(POND_DIR_POLICY);
         return 0;
 }
 

@@ -28,6 +28,7 @@ static const Verb verbs[] = {
           "  -t, --tty  a terminal for the job, this one's keys on it (Ctrl-] detaches; pondctl attach)\n"
           "  -i, --interactive  this stdin to the job's stdin\n"
           "  --kill-on-hangup  with -t or -i: the job is cancelled if this pondctl goes away without Ctrl-]\n"
+          "  with -H: --pubkey FILE required, --checkout a path on the worker, --into DIR keeps the result\n"
           "Exits with the job's rc, 128+N for signal N, 124 timed out, 125 refused, 126 pond failed,\n"
           "127 result did not verify, 130 cancelled, 64 usage error.\n" },
         { "submit", ctl_verb_submit, "SPEC|- [--checkout DIR]", "queue and start, print the id",
@@ -44,6 +45,7 @@ static const Verb verbs[] = {
           "  --pubkey FILE  verify with this key instead of KEYDIR/sign.pub\n"
           "  -q, --quiet    no summary\n"
           "  --json         the outcome as one JSON object on stdout (verified, exit_status, result)\n"
+          "  --into DIR     with -H (which requires --pubkey): keep the fetched, verified result at DIR/ID\n"
           "Exits as run does; 4 if there is no such job.\n" },
         { "attach", ctl_verb_attach, "ID", "reattach to a running -t or -i job",
           "A -t job: its terminal here (Ctrl-] detaches again), then its result as wait gives it.\n"
@@ -65,6 +67,7 @@ static const Verb verbs[] = {
         { "result", ctl_verb_result, "ID [--json] [--pubkey F]", "verify and show a result",
           "  --json         result.json byte for byte, as verified\n"
           "  --pubkey FILE  verify with this key instead of KEYDIR/sign.pub\n"
+          "  --into DIR     with -H (which requires --pubkey): keep the fetched, verified result at DIR/ID\n"
           "Exits 0, 1 it does not verify, 4 no such job or no result yet.\n" },
         { "verify", ctl_verb_verify, "--pubkey F [OPTIONS] DIR", "check a result directory",
           "  --pubkey FILE --job-id ID --input-sha HEX --image-digest sha256:HEX\n"
@@ -73,6 +76,9 @@ static const Verb verbs[] = {
           "  --pubkey FILE  the workers' signing key (one key: results of one worker, or of a fleet's key)\n"
           "  --min N        at least N results must have the same output (default: all)\n"
           "Exits 0 agree, 1 a result does not verify, 2 not re-runs of one completed job, 3 disagree.\n" },
+        { "export", ctl_verb_export, "ID", "the result directory as a tar stream on stdout",
+          "What pondctl -H fetches from a worker to verify it locally.\n"
+          "Exits 0, 4 no such job or no result yet.\n" },
         { "keygen", ctl_verb_keygen, "[--dir DIR]", "create keys for enrollment", NULL },
         { "hash-input", ctl_verb_hash_input, "SPEC [--checkout DIR]", "the input_sha a worker signs", NULL },
         { "image", ctl_verb_image, "import|list|inspect|rm|gc", "the image store (pondctl(1))",
@@ -122,11 +128,12 @@ int ctl_read_stdin(size_t max, char **ret, size_t *ret_len) {
 }
 
 static void usage(FILE *f) {
-        fprintf(f, "Usage: pondctl [--debug] VERB [ARGS...]\n"
+        fprintf(f, "Usage: pondctl [--debug] [-H [USER@]HOST] VERB [ARGS...]\n"
                    "       pondctl VERB --help\n\n");
         for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
                 fprintf(f, "  %-14s %-36s %s\n", verbs[i].name,
                         strlen(verbs[i].args) > 36 ? "[OPTIONS]" : verbs[i].args, verbs[i].what);
+        fprintf(f, "\n-H [USER@]HOST: run, submit, status, logs, wait, cancel, list, result on a worker over ssh.\n");
         fprintf(f, "\nExit status: 0 success, 1 failed, 4 no such job, 64 usage error; run and wait exit with the\n"
                    "job's rc, 128+N signal N, 124 timed out, 125 refused, 126 pond failed, 127 did not verify,\n"
                    "130 cancelled. See pondctl(1).\n");
@@ -168,13 +175,18 @@ static int parse_argv(int argc, char *argv[]) {
                 { "debug", no_argument, NULL, 'd' },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, 'V' },
+                { "host", required_argument, NULL, 'H' },
                 {}
         };
         int c;
 
         optind = 0;
-        while ((c = getopt_long(argc, argv, "+h", options, NULL)) >= 0)
+        while ((c = getopt_long(argc, argv, "+hH:", options, NULL)) >= 0)
                 switch (c) {
+                case 'H':
+                        if (ctl_host_set(optarg) < 0)
+                                return CTL_EXIT_USAGE;
+                        break;
                 case 'd':
                         log_set_max_level(LOG_DEBUG);
                         break;
@@ -213,7 +225,16 @@ int ctl_main(int argc, char *argv[]) {
                 return CTL_EXIT_OK;
         }
         /* Each verb parses its own options from its name on. */
-        r = v->run(argc - first, argv + first);
+        if (ctl_host()) {
+                CtlVerbFunc f = ctl_host_verb(v->name);
+                if (!f) {
+                        log_error("pondctl %s does not take -H: only run, submit, status, logs, wait, cancel, list "
+                                  "and result do.", v->name);
+                        return CTL_EXIT_USAGE;
+                }
+                r = f(argc - first, argv + first);
+        } else
+                r = v->run(argc - first, argv + first);
         fflush(stdout);
         return r < 0 ? CTL_EXIT_ERROR : r;
 }

@@ -15,7 +15,7 @@
 enum {
         ARG_PROFILE = 0x100, ARG_BACKEND, ARG_TIER, ARG_IMAGE, ARG_CHECKOUT, ARG_ALLOW_HOST, ARG_MEMORY,
         ARG_CPUS, ARG_PIDS, ARG_TMPFS_SIZE, ARG_TIMEOUT, ARG_OUTPUT, ARG_ENV, ARG_TENANT, ARG_JOB_ID,
-        ARG_SPEC, ARG_PUBKEY, ARG_KILL_ON_HANGUP,
+        ARG_SPEC, ARG_PUBKEY, ARG_KILL_ON_HANGUP, ARG_INTO,
 };
 
 static const struct option run_options[] = {
@@ -36,6 +36,7 @@ static const struct option run_options[] = {
         { "job-id", required_argument, NULL, ARG_JOB_ID },
         { "spec", required_argument, NULL, ARG_SPEC },
         { "pubkey", required_argument, NULL, ARG_PUBKEY },
+        { "into", required_argument, NULL, ARG_INTO },
         { "quiet", no_argument, NULL, 'q' },
         { "tty", no_argument, NULL, 't' },
         { "interactive", no_argument, NULL, 'i' },
@@ -99,6 +100,11 @@ static int parse_one(CtlRunArgs *a, int c, char *arg) {
         case ARG_JOB_ID:     o->job_id = arg; return 0;
         case ARG_SPEC:       a->spec_file = arg; return 0;
         case ARG_PUBKEY:     a->pubkey = arg; return 0;
+        case ARG_INTO:
+                if (!ctl_host())
+                        return log_error_errno(CTL_EUSAGE, "--into is for -H: a result fetched from a worker.");
+                a->into = arg;
+                return 0;
         case 'q':            a->quiet = true; return 0;
         case 't':            o->tty = true; return 0;
         case 'i':            o->stdin_open = true; return 0;
@@ -112,7 +118,16 @@ static int parse_one(CtlRunArgs *a, int c, char *arg) {
         case ARG_MEMORY:     o->memory = arg; return parse_size_arg("memory", arg);
         case ARG_TMPFS_SIZE: o->tmpfs_size = arg; return parse_size_arg("tmpfs-size", arg);
         case ARG_CHECKOUT: {
-                int r = ctl_checkout_resolve(arg, &a->checkout_abs);
+                int r;
+
+                if (ctl_host()) { /* a path on the worker, which checks it */
+                        if (arg[0] != '/')
+                                return log_error_errno(EINVAL, "--checkout: with -H, an absolute path on the "
+                                                       "worker.");
+                        o->checkout = arg;
+                        return 0;
+                }
+                r = ctl_checkout_resolve(arg, &a->checkout_abs);
                 if (r < 0)
                         return log_error_errno(r, "--checkout: cannot use '%s': %m", arg);
                 o->checkout = a->checkout_abs;
@@ -207,12 +222,22 @@ int ctl_verb_run(int argc, char *argv[]) {
         r = ctl_run_parse_argv(argc, argv, &a);
         if (r < 0) /* a bad option value is a refused spec; no command or an unknown option is misuse */
                 return r == -CTL_EUSAGE ? CTL_EXIT_USAGE : CTL_EXIT_REFUSED;
-        /* Without the pinned key no result could be trusted: do not start a job we cannot check. */
+        /* Without the pinned key no result could be trusted: do not start a job we cannot check. With -H it
+         * must be given: this machine's KEYDIR holds its own key, not the worker's. */
+        /* the console socket is the worker's, reached over ssh as a whole: `ssh -t HOST pondctl run -t ...` */
+        if (ctl_host() && (a.spec.tty || a.spec.stdin_open))
+                return ctl_fail(CTL_EXIT_USAGE, "-t and -i are not available with -H: the job's console is on the "
+                                "worker (ssh -t HOST pondctl run -t ...).");
+        if (ctl_host() && !a.pubkey)
+                return ctl_fail(CTL_EXIT_USAGE, "With -H, --pubkey FILE is required: the worker's public key "
+                                "as pinned on this machine.");
         if (ctl_load_public_key(a.pubkey, pk) < 0)
                 return CTL_EXIT_UNVERIFIED;
         r = make_spec(&a, &spec, &len, &id);
         if (r != 0)
                 return r;
+        if (ctl_host())
+                return ctl_host_run(id, spec, len, pk, a.quiet, a.into);
         if (job_paths_init(&paths, id) < 0)
                 return ctl_fail(CTL_EXIT_FAILED, "Out of memory.");
         r = ctl_submit(&bus, &paths, id, spec, len);

@@ -103,6 +103,10 @@ int ctl_verb_result(int argc, char *argv[]) {
         return verify_and_print(dir, pk, id, NULL, json);
 }
 
+int ctl_result_verify_print(const char *dir, const uint8_t *pk, const char *job_id, bool json) {
+        return verify_and_print(dir, pk, job_id, NULL, json);
+}
+
 /* --image-digest: the signed result must name that imported image (result.json's image_digest). Verified
  * here on its own so that nothing is printed as OK before the image is checked too. */
 static int check_image_digest(const char *dir, const uint8_t *pk, const char *job_id, const char *input_sha,

@@ -167,7 +167,7 @@ int ctl_wait_to_json(const char *job_id, const char *result_dir, int exit_status
         if (r >= 0)
                 r = json_object_object_add(o, "reason", string_or_null(why ?: json_get_str(verified, "reason")));
         if (r >= 0)
-                r = json_add(o, "result_dir", json_object_new_string(result_dir));
+                r = json_object_object_add(o, "result_dir", string_or_null(result_dir));
         if (r >= 0)
                 r = json_object_object_add(o, "result", json_object_get(verified));
         if (r < 0)
@@ -188,7 +188,7 @@ static void drain_log(const CtlWait *w) {
 
 /* The first signal cancels the job and keeps waiting for its (signed, "cancelled") result; the second gives
  * up waiting: the cancellation goes on without us. */
-static int on_cancel(const CtlWait *w, const char *unit, int n) {
+static int on_cancel(CtlWait *w, const char *unit, int n) {
         _cleanup_free_ char *err = NULL;
 
         if (n > 0 || !w->bus) {
@@ -196,6 +196,10 @@ static int on_cancel(const CtlWait *w, const char *unit, int n) {
                 return CTL_EXIT_CANCELLED;
         }
         log_notice("Cancelling job %s (interrupt again to stop waiting)...", w->job_id);
+        /* -H: the ssh under the remote bus is in our process group, and a Ctrl-C on the terminal killed it
+         * too: the StopUnit, and the rest of the wait, go over a new connection (made after the signal). */
+        if (w->fetch && !w->reconnected && ctl_host_bus_open(&w->reconnected) >= 0)
+                w->bus = w->reconnected;
         if (ctl_unit_call(w->bus, "StopUnit", unit, &err) < 0)
                 log_error("Cannot stop %s: %s", unit, err ?: "unknown error");
         return 0;
@@ -231,7 +235,7 @@ static int report_no_result(const CtlWait *w, const char *unit) {
 /* Returns 0 once the result exists, else the exit status to fail with. The unit may still be tearing the
  * job down: nothing in the result changes after it is renamed into place, and a result written by the
  * cleanup (the supervisor died) is there only once the cleanup has written it. */
-static int wait_loop(const CtlWait *w, const char *unit, const char *result_json, bool *changed) {
+static int wait_loop(CtlWait *w, const char *unit, const char *result_json, bool *changed) {
         uint64_t last_query = 0;
         int handled = 0, r;
 
@@ -260,14 +264,18 @@ static int wait_loop(const CtlWait *w, const char *unit, const char *result_json
                         }
                         last_query = now;
                 }
-                if (access(result_json, F_OK) >= 0)
+                if (due && ctl_unit_state_is_running(&st))
+                        *w->seen_running = true;
+                if (!w->fetch && access(result_json, F_OK) >= 0)
                         return 0;
                 if (!w->bus) {
                         log_error("Job %s has no result, and without the system bus its unit cannot be "
                                   "watched.", w->job_id);
                         return CTL_EXIT_FAILED;
                 } else if (due && !ctl_unit_state_is_running(&st))
-                        return report_no_result(w, unit);
+                        /* A worker's result is looked for once its unit has stopped (one fetch, not a poll
+                         * over ssh); here, a stopped unit without a result has none. */
+                        return w->fetch ? 0 : report_no_result(w, unit);
                 r = tick(w->bus);
                 if (r < 0) {
                         log_error_errno(r, "Lost the system bus while waiting for %s: %m", unit);
@@ -280,11 +288,13 @@ int ctl_wait(CtlWait *w) {
         _cleanup_free_ char *unit = NULL, *dir = NULL, *result_json = NULL;
         _cleanup_(sd_bus_slot_unrefp) sd_bus_slot *slot = NULL;
         struct sigaction sa = { .sa_handler = on_cancel_signal }, old_int, old_term;
-        bool changed = true;
+        bool changed = true, seen_running = false;
         int r;
 
-        if (unit_name(UNIT_JOB_SERVICE, w->job_id, &unit) < 0 || ctl_result_dir(w->paths, w->job_id, &dir) < 0 ||
-            asprintf(&result_json, "%s/%s", dir, RESULT_JSON_FILE) < 0)
+        w->seen_running = &seen_running;
+        if (unit_name(UNIT_JOB_SERVICE, w->job_id, &unit) < 0 ||
+            (!w->fetch && ctl_result_dir(w->paths, w->job_id, &dir) < 0) ||
+            (!w->fetch && asprintf(&result_json, "%s/%s", dir, RESULT_JSON_FILE) < 0))
                 return log_oom();
         if (w->bus) {
                 r = ctl_unit_watch(w->bus, unit, &changed, &slot);
@@ -299,7 +309,23 @@ int ctl_wait(CtlWait *w) {
         (void) sigaction(SIGINT, &old_int, NULL);
         (void) sigaction(SIGTERM, &old_term, NULL);
         if (r > 0)
-                return r;
+                goto finish;
         drain_log(w);
-        return finish(w, dir);
+        if (w->fetch) {
+                r = w->fetch(w, &dir);
+                if (r == -ENOENT && !seen_running)
+                        r = ctl_fail(CTL_EXIT_NOT_FOUND, "Job %s has no result on the worker and no running "
+                                     "unit: no such job.", w->job_id);
+                else if (r == -ENOENT)
+                        r = report_no_result(w, unit);
+                else if (r < 0)
+                        r = CTL_EXIT_FAILED;
+                if (r != 0)
+                        goto finish;
+        }
+        r = finish(w, dir);
+finish:
+        slot = sd_bus_slot_unref(slot);
+        w->reconnected = sd_bus_flush_close_unref(w->reconnected);
+        return r;
 }

@@ -101,6 +101,8 @@ int ctl_bus_open(sd_bus **ret);
 int ctl_unit_call(sd_bus *bus, const char *method, const char *unit, char **ret_error);
 int ctl_unit_get_state(sd_bus *bus, const char *unit, bool with_status, CtlUnitState *ret);
 void ctl_unit_state_done(CtlUnitState *s);
+/* Whether systemd has the unit loaded now (Manager.GetUnit, which loads nothing): 1, 0, or -errno. */
+int ctl_unit_is_known(sd_bus *bus, const char *unit);
 bool ctl_unit_state_is_running(const CtlUnitState *s);
 /* Asks systemd for change signals of unit and sets *changed when one arrives; best effort. */
 int ctl_unit_watch(sd_bus *bus, const char *unit, bool *changed, sd_bus_slot **ret_slot);
@@ -148,7 +150,8 @@ void ctl_print_summary(FILE *f, json_object *result, const char *dir);
 int ctl_load_public_key(const char *pubkey_file, uint8_t ret_pk[KEY_SIGN_PUBLIC_SIZE]);
 int ctl_result_dir(const JobPaths *p, const char *job_id, char **ret);
 
-typedef struct CtlWait {
+typedef struct CtlWait CtlWait;
+struct CtlWait {
         sd_bus *bus;
         const char *job_id;
         const JobPaths *paths;
@@ -156,7 +159,13 @@ typedef struct CtlWait {
         const uint8_t *pk;
         bool quiet;
         json_object **ret_result; /* if not NULL: the verified result, when there is one */
-} CtlWait;
+        /* -H: the result is on the worker. Set: wait until the unit has stopped, then fetch (into a fresh
+         * *ret_dir, or -ENOENT: the worker has no result for the job) and verify here. */
+        int (*fetch)(struct CtlWait *w, char **ret_dir);
+        void *userdata;
+        bool *seen_running; /* ctl_wait()'s own */
+        sd_bus *reconnected; /* ctl_wait()'s own: -H, the bus made again after an interrupt */
+};
 
 /* Waits until the result exists and the unit has stopped, cancelling the job on SIGINT/SIGTERM; verifies,
  * summarizes, and returns the exit status. */
@@ -182,6 +191,40 @@ typedef struct CtlConsole {
  * child (c->pump) and this returns at once. -ESRCH: the job is not running (not said when c->wait). */
 int ctl_console_session(CtlConsole *c);
 void ctl_console_done(CtlConsole *c);
+/* ctl-remote.c: -H [USER@]HOST (pondctl(1), "REMOTE WORKERS"). ctl_host() is NULL without -H. */
+bool ctl_host_is_valid(const char *host);
+int ctl_host_set(const char *host);
+const char *ctl_host(void);
+/* The system bus: the worker's over ssh with -H (sd_bus_open_system_remote()), else the local one. */
+int ctl_host_bus_open(sd_bus **ret);
+/* The remote shell's command line for the worker's pondctl with argv, each argument single-quoted. */
+int ctl_remote_command_line(char *const *argv, char **ret);
+/* `ssh -xT -- HOST 'pondctl' ARGV...` with stdin_fd/stdout_fd (-EBADF: /dev/null), stderr shared. */
+int ctl_remote_spawn(char *const *argv, int stdin_fd, int stdout_fd, PidRef *ret);
+/* The remote pondctl's exit status; ssh's own failure (255) or a signal: CTL_EXIT_ERROR, logged. */
+int ctl_remote_exit_status(PidRef *p);
+/* Runs the worker's pondctl with argv, in (if not NULL) on its stdin, its stdout to stdout_fd. Returns its
+ * exit status. */
+int ctl_remote_run(char *const *argv, const char *in, size_t in_len, int stdout_fd);
+/* `pondctl export ID` on the worker, unpacked into dest (created here, 0700). -ENOENT: the worker has no
+ * result for job_id. dest may be left partly written on failure: the caller removes it. */
+int ctl_remote_fetch_result(const char *job_id, const char *dest);
+
+/* ctl-result-tar.c: a result directory as a plain tar stream (directories and regular files only). */
+int ctl_result_tar_export(int result_dirfd, int out_fd);
+/* Unpacks a stream from ctl_result_tar_export() below dest_dirfd (empty): relative paths without . or ..,
+ * files and directories only, each created new and never through a symlink. -EBADMSG with *ret_error. */
+int ctl_result_tar_import(int in_fd, int dest_dirfd, char **ret_error);
+
+/* ctl-host.c: the verbs -H gives (run submit status logs wait cancel list result); NULL if not one. */
+typedef int (*CtlVerbFunc)(int argc, char *argv[]);
+CtlVerbFunc ctl_host_verb(const char *name);
+/* run -H: submits spec (already checked) through the worker's pondctl, shows its `logs -f`, waits over the
+ * remote bus, fetches (into INTO/ID, or a temporary directory: into NULL) and verifies the result with pk.
+ * Returns the exit status, as run does. */
+int ctl_host_run(const char *id, const char *spec, size_t len, const uint8_t *pk, bool quiet, const char *into);
+/* ctl-verify.c: what `result` prints for a result directory, verified with pk (exit 0, or 1). */
+int ctl_result_verify_print(const char *dir, const uint8_t *pk, const char *job_id, bool json);
 
 /* ctl-submit.c */
 /* Writes spec to STATEDIR/jobs/ID/job.json (a new spool entry; ids are never reused) and starts the unit,
@@ -279,6 +322,8 @@ int ctl_verb_attach(int argc, char *argv[]);
 int ctl_verb_exec(int argc, char *argv[]);
 int ctl_verb_keygen(int argc, char *argv[]);
 int ctl_verb_hash_input(int argc, char *argv[]);
+/* ctl-export.c: `pondctl export ID`: the result directory as a tar stream on stdout (what -H fetches). */
+int ctl_verb_export(int argc, char *argv[]);
 /* ctl-image.c */
 int ctl_verb_image(int argc, char *argv[]);
 
@@ -287,6 +332,7 @@ typedef struct CtlRunArgs {
         CtlSpecOptions spec;
         const char *spec_file;
         const char *pubkey;
+        const char *into;          /* -H: keep the fetched result at INTO/ID */
         bool quiet;
         char *checkout_abs;
 } CtlRunArgs;

@@ -19,6 +19,7 @@
 #include "fileio.h"
 #include "json-strict.h"
 #include "json-util.h"
+#include "policy-file.h"
 #include "size.h"
 
 #define LEASE_PREFIX "lease-"
@@ -116,8 +117,14 @@ int admission_policy_load(const char *dir, AdmissionPolicy *ret, char **ret_erro
         size_t len;
         int r;
 
-        if (asprintf(&path, "%s/%s", dir, ADMISSION_POLICY_FILE) < 0)
-                return -ENOMEM;
+        if (dir)
+                r = asprintf(&path, "%s/%s", dir, ADMISSION_POLICY_FILE) < 0 ? -ENOMEM : 0;
+        else
+                r = policy_file(ADMISSION_POLICY_FILE, &path);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return fail(ret_error, "policy: cannot look up %s: %s", ADMISSION_POLICY_FILE, strerror(-r));
         r = read_full_file(path, JSON_STRICT_MAX_BYTES, &buf, &len);
         if (r == -ENOENT) {
                 *ret = (AdmissionPolicy) { .max_wait_s = ADMISSION_MAX_WAIT_S_DEFAULT };

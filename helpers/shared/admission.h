@@ -42,7 +42,8 @@ typedef enum AdmissionVerdict {
  * "refuse", "max_wait_s": N}, every key optional, any other refused. "auto": the host's memory (MemTotal)
  * or the CPUs pond-run may run on. */
 int admission_policy_parse(const char *text, size_t len, AdmissionPolicy *ret, char **ret_error);
-/* DIR/worker.json; a missing file is no ceiling at all. */
+/* DIR/worker.json; dir NULL: the worker's, /etc/pond's if there is one (policy_file(), policy-file.h). A
+ * missing file is no ceiling at all. */
 int admission_policy_load(const char *dir, AdmissionPolicy *ret, char **ret_error);
 
 /* One attempt, under dir's flock: admitted (a lease file written for job_id, its queue file removed), or

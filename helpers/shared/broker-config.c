@@ -3,7 +3,9 @@
  * secrets in sodium_malloc'd memory. The file comes from the supervisor, but is checked as strictly as a
  * job spec: a typo must refuse the broker, never widen what it lets through. */
 #include <curl/curl.h>
+#include <dlfcn.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <sodium.h>
 
 #include "broker-config.h"
@@ -12,6 +14,7 @@
 #include "jobid.h"
 #include "json-strict.h"
 #include "json-util.h"
+#include "log.h"
 #include "string-util.h"
 
 static const char *const method_table[_BROKER_METHOD_MAX] = {
@@ -73,27 +76,62 @@ static bool header_name_is_valid(const char *s) {
         return n > 0 && n <= 64 && strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-") == n;
 }
 
-/* https only, a host, no credentials, query or fragment: the key must go nowhere else. */
+/* libcurl's URL parser, loaded on first use. The supervisor checks a job's broker configuration with this
+ * same parser before anything runs; linked, libcurl and the libraries behind it (LDAP, Kerberos, GnuTLS, ...)
+ * would sit in every job's supervisor for the job's whole life, 0.7 MiB of private memory each
+ * (docs/benchmarks.md, "Density"). pond-broker links libcurl for its requests: there dlopen() finds it. */
+static struct {
+        __typeof__(curl_url) *url;
+        __typeof__(curl_url_set) *url_set;
+        __typeof__(curl_url_get) *url_get;
+        __typeof__(curl_url_cleanup) *url_cleanup;
+        __typeof__(curl_free) *free;
+} curl_dl;
+static bool curl_dl_ok;
+
+static void curl_dl_load(void) {
+        void *dl = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+
+        if (!dl) {
+                log_error("Cannot load libcurl to check the broker's upstream URLs: %s", dlerror());
+                return;
+        }
+        curl_dl.url = (__typeof__(curl_dl.url)) dlsym(dl, "curl_url");
+        curl_dl.url_set = (__typeof__(curl_dl.url_set)) dlsym(dl, "curl_url_set");
+        curl_dl.url_get = (__typeof__(curl_dl.url_get)) dlsym(dl, "curl_url_get");
+        curl_dl.url_cleanup = (__typeof__(curl_dl.url_cleanup)) dlsym(dl, "curl_url_cleanup");
+        curl_dl.free = (__typeof__(curl_dl.free)) dlsym(dl, "curl_free");
+        curl_dl_ok = curl_dl.url && curl_dl.url_set && curl_dl.url_get && curl_dl.url_cleanup && curl_dl.free;
+        if (!curl_dl_ok)
+                log_error("libcurl lacks the URL API (curl_url*): cannot check the broker's upstream URLs.");
+}
+
+/* https only, a host, no credentials, query or fragment: the key must go nowhere else. Without libcurl's
+ * parser nothing is valid. */
 static bool upstream_is_valid(const char *url) {
-        CURLU *u = curl_url();
+        static pthread_once_t once = PTHREAD_ONCE_INIT;
+        CURLU *u;
         char *scheme = NULL, *user = NULL, *query = NULL, *fragment = NULL, *host = NULL;
         bool ok;
 
+        if (pthread_once(&once, curl_dl_load) != 0 || !curl_dl_ok)
+                return false;
+        u = curl_dl.url();
         ok = u && strncmp(url, "https://", 8) == 0 &&
              strspn(url, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
                          "0123456789-._~:/[]") == strlen(url) &&
-             curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
-             curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK && streq(scheme, "https") &&
-             curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK && host[0] &&
-             curl_url_get(u, CURLUPART_USER, &user, 0) == CURLUE_NO_USER &&
-             curl_url_get(u, CURLUPART_QUERY, &query, 0) == CURLUE_NO_QUERY &&
-             curl_url_get(u, CURLUPART_FRAGMENT, &fragment, 0) == CURLUE_NO_FRAGMENT;
-        curl_free(scheme);
-        curl_free(user);
-        curl_free(query);
-        curl_free(fragment);
-        curl_free(host);
-        curl_url_cleanup(u);
+             curl_dl.url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+             curl_dl.url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK && streq(scheme, "https") &&
+             curl_dl.url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK && host[0] &&
+             curl_dl.url_get(u, CURLUPART_USER, &user, 0) == CURLUE_NO_USER &&
+             curl_dl.url_get(u, CURLUPART_QUERY, &query, 0) == CURLUE_NO_QUERY &&
+             curl_dl.url_get(u, CURLUPART_FRAGMENT, &fragment, 0) == CURLUE_NO_FRAGMENT;
+        curl_dl.free(scheme);
+        curl_dl.free(user);
+        curl_dl.free(query);
+        curl_dl.free(fragment);
+        curl_dl.free(host);
+        curl_dl.url_cleanup(u);
         return ok;
 }
 

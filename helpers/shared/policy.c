@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "dirs.h"
 #include "errmsg.h"
 #include "json-util.h"
 #include "fileio.h"
@@ -12,6 +13,7 @@
 #include "log.h"
 #include "string-util.h"
 #include "policy.h"
+#include "policy-file.h"
 #include "runtime.h"
 #include "seccomp-check.h"
 #include "strv.h"
@@ -432,8 +434,15 @@ static int load_json(const char *dir, const char *name, json_object **ret, char 
         size_t len;
         int r;
 
-        if (asprintf(&path, "%s/%s", dir, name) < 0)
-                return -ENOMEM;
+        if (dir)
+                r = asprintf(&path, "%s/%s", dir, name) < 0 ? -ENOMEM : 0;
+        else
+                r = policy_file(name, &path);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return fail(ret_error, "policy: cannot look up %s in %s: %s", name, pond_dir(POND_DIR_CONFIG),
+                            strerror(-r)), r;
         r = read_full_file(path, JSON_STRICT_MAX_BYTES, &buf, &len);
         if (r < 0)
                 return fail(ret_error, "policy: cannot read %s: %s", path, strerror(-r)), r;

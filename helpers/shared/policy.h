@@ -72,6 +72,8 @@ typedef struct ResolvedPolicy {
         LandlockProfile landlock;       /* the profile's "landlock" (absent: off) */
 } ResolvedPolicy;
 
+/* Loads profiles.json and seccomp.json from dir; dir NULL: the worker's policy, each file from /etc/pond
+ * if the operator put one there, else the shipped one (policy_file(), policy-file.h). */
 int policy_load(const char *dir, Policy **ret, char **ret_error);
 Policy *policy_free(Policy *p);
 static inline void policy_freep(Policy **p) {

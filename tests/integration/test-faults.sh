@@ -298,7 +298,7 @@ for c in "TERM success cancelled" "KILL signal failed"; do
         id=$(new_id "cleanup-$sig")
         in_box sh -c "mkdir -p $POND_STATE/jobs/$id && printf '{\"job_id\":\"%s\",\"command\":[\"true\"]}' $id \
                 > $POND_STATE/jobs/$id/job.json"
-        in_box env EXIT_CODE=killed EXIT_STATUS="$sig" SERVICE_RESULT="$res" /opt/pond/libexec/pond-run --cleanup "$id" \
+        in_box env EXIT_CODE=killed EXIT_STATUS="$sig" SERVICE_RESULT="$res" /opt/pond/libexec/pond/pond-run --cleanup "$id" \
                 >/dev/null 2>&1
         t_eq "a supervisor killed by SIG$sig before it blocked signals: $want, no rc" "$want None" \
                 "$(result_field "$id" 'r["status"] + " " + str(r["exit"]["rc"])')"

@@ -1,0 +1,348 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ctl-host.c: the verbs of `pondctl -H [USER@]HOST`. Units go over the worker's system bus through ssh
+ * (cancel's StopUnit; wait and run watch the unit's PropertiesChanged signals until it stops); the worker's
+ * files through its own pondctl over ssh (submit writes the spool and starts the unit in one step there, so
+ * a failed start still leaves nothing behind; status, list and logs read the spool and the live log there);
+ * results are fetched as a tar stream (`pondctl export`) and verified here, with the worker's key pinned on
+ * this machine (--pubkey), never one that came over the connection. Job ids are checked here before they
+ * go anywhere; every argument reaches the remote shell single-quoted (ctl-remote.c). */
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ctl.h"
+#include "fileio.h"
+#include "jobid.h"
+#include "log.h"
+#include "strv.h"
+
+#define _cleanup_bus_ _cleanup_(sd_bus_flush_close_unrefp)
+
+/* Where a fetched result goes: into/ID, or ID in a temporary directory removed at the end. */
+typedef struct HostFetch {
+        const char *into;
+        char *tmp;
+        char *dir;
+        PidRef logs; /* run: the worker's `logs -f`, waited for before the summary */
+} HostFetch;
+
+#define HOST_FETCH_NULL { .logs = PIDREF_NULL }
+
+/* Removes the tree at path (its parent must exist). */
+static void rm_path(const char *path) {
+        _cleanup_free_ char *parent = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        const char *slash = strrchr(path, '/');
+        int r;
+
+        parent = slash && slash != path ? strndup(path, (size_t) (slash - path)) : strdup(slash ? "/" : ".");
+        if (!parent)
+                return;
+        fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        r = fd < 0 ? -errno : rm_rf_at(fd, slash ? slash + 1 : path);
+        if (r < 0 && r != -ENOENT)
+                log_warning_errno(r, "Cannot remove %s: %m", path);
+}
+
+static void host_fetch_done(HostFetch *f) {
+        sigkill_wait(&f->logs);
+        if (f->tmp)
+                rm_path(f->tmp);
+        free(f->tmp);
+        free(f->dir);
+        *f = (HostFetch) HOST_FETCH_NULL;
+}
+
+static int host_fetch(HostFetch *f, const char *job_id, char **ret_dir) {
+        const char *tmpdir = getenv("TMPDIR");
+        int r;
+
+        if (!f->into) {
+                if (asprintf(&f->tmp, "%s/pondctl-XXXXXX", tmpdir && *tmpdir == '/' ? tmpdir : "/tmp") < 0)
+                        return log_oom();
+                if (!mkdtemp(f->tmp)) {
+                        r = log_error_errno(errno, "Cannot create a directory for the result: %m");
+                        free(f->tmp);
+                        f->tmp = NULL;
+                        return r;
+                }
+        }
+        free(f->dir);
+        if (asprintf(&f->dir, "%s/%s", f->into ?: f->tmp, job_id) < 0)
+                return log_oom();
+        r = ctl_remote_fetch_result(job_id, f->dir);
+        if (r < 0) {
+                if (r != -EEXIST)
+                        rm_path(f->dir); /* what this fetch made, never what was there before */
+                return r;
+        }
+        if (ret_dir && !(*ret_dir = strdup(f->dir)))
+                return log_oom();
+        return 0;
+}
+
+/* ctl_wait()'s fetch: the output of `logs -f` first (it ends by itself once the unit has stopped), then the
+ * result. */
+static int wait_fetch(CtlWait *w, char **ret_dir) {
+        HostFetch *f = w->userdata;
+        siginfo_t si;
+
+        if (f->logs.pid > 0 && pidref_wait(&f->logs, USEC_INFINITY, &si) >= 0 && !siginfo_exited_ok(&si))
+                log_warning("The worker's log of %s was not shown to its end.", w->job_id);
+        return host_fetch(f, w->job_id, ret_dir);
+}
+
+static int need_pubkey(const char *pubkey, uint8_t pk[KEY_SIGN_PUBLIC_SIZE]) {
+        if (!pubkey) {
+                log_error("With -H, --pubkey FILE is required: the worker's public key as pinned on this machine "
+                          "(a key fetched from the worker would prove nothing).");
+                return -EINVAL;
+        }
+        return ctl_load_public_key(pubkey, pk);
+}
+
+static int into_check(const char *into) {
+        struct stat st;
+
+        if (!into)
+                return 0;
+        if (stat(into, &st) < 0 || !S_ISDIR(st.st_mode))
+                return log_error_errno(ENOTDIR, "--into: %s is not a directory.", into);
+        return 0;
+}
+
+static int host_submit(int argc, char *argv[]) {
+        static const struct option options[] = { { "checkout", required_argument, NULL, 'c' }, {} };
+        _cleanup_(job_spec_freep) JobSpec *parsed = NULL;
+        _cleanup_free_ char *spec = NULL, *err = NULL;
+        _cleanup_strv_free_ char **rargv = NULL;
+        const char *checkout = NULL;
+        size_t len;
+        int c, r;
+
+        optind = 0;
+        while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0) {
+                if (c != 'c')
+                        return CTL_EXIT_USAGE;
+                checkout = optarg;
+        }
+        if (optind != argc - 1)
+                return ctl_fail(CTL_EXIT_USAGE, "Usage: pondctl -H HOST submit SPEC|- [--checkout DIR]");
+        if (checkout && checkout[0] != '/')
+                return ctl_fail(CTL_EXIT_REFUSED, "--checkout: with -H, an absolute path on the worker.");
+        /* Checked here with the worker's parser too: a refusal costs no connection. */
+        r = ctl_spec_read(argv[optind], &spec, &len, &err);
+        if (r >= 0)
+                r = ctl_spec_validate(spec, len, &parsed, &err);
+        if (r < 0)
+                return ctl_fail(CTL_EXIT_REFUSED, "Refused: %s: %s", streq(argv[optind], "-") ? "stdin" :
+                                argv[optind], err ?: strerror(-r));
+        r = checkout ? strv_build(&rargv, "submit", "-", "--checkout", checkout, NULL) :
+                       strv_build(&rargv, "submit", "-", NULL);
+        if (r < 0)
+                return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
+        return ctl_remote_run(rargv, spec, len, STDOUT_FILENO);
+}
+
+/* status ID [--json], logs ID [-f]: what the worker's pondctl says, with the id checked here first. */
+static int host_passthrough_one(int argc, char *argv[], const char *flag_long, int flag_short) {
+        const struct option options[] = { { flag_long, no_argument, NULL, flag_short }, {} };
+        const char shortopts[] = { flag_short == 'f' ? 'f' : 0, 0 };
+        _cleanup_strv_free_ char **rargv = NULL;
+        bool flag = false;
+        const char *id;
+        int c;
+
+        optind = 0;
+        while ((c = getopt_long(argc, argv, shortopts, options, NULL)) >= 0) {
+                if (c != flag_short)
+                        return CTL_EXIT_USAGE;
+                flag = true;
+        }
+        if (ctl_job_id_arg(argc, argv, optind, &id) < 0)
+                return CTL_EXIT_USAGE;
+        if (strv_build(&rargv, argv[0], id, NULL) < 0 || (flag && strv_push(&rargv, strdup(argv[0][0] == 'l' ?
+                                                                                   "-f" : "--json")) < 0))
+                return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
+        (void) signal(SIGPIPE, SIG_IGN);
+        return ctl_remote_run(rargv, NULL, 0, STDOUT_FILENO);
+}
+
+static int host_status(int argc, char *argv[]) {
+        return host_passthrough_one(argc, argv, "json", 'j');
+}
+
+static int host_logs(int argc, char *argv[]) {
+        return host_passthrough_one(argc, argv, "follow", 'f');
+}
+
+static int host_list(int argc, char *argv[]) {
+        _cleanup_(ctl_list_args_done) CtlListArgs a = {};
+        _cleanup_strv_free_ char **rargv = NULL;
+
+        /* The filters are checked here (a usage error costs no connection), then passed on as given. */
+        if (ctl_list_parse_argv(argc, argv, clock_usec(CLOCK_REALTIME), &a) < 0)
+                return CTL_EXIT_USAGE;
+        for (int i = 0; i < argc; i++)
+                if (strv_push(&rargv, strdup(argv[i])) < 0)
+                        return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
+        return ctl_remote_run(rargv, NULL, 0, STDOUT_FILENO);
+}
+
+static int host_cancel(int argc, char *argv[]) {
+        _cleanup_free_ char *unit = NULL, *err = NULL;
+        _cleanup_bus_ sd_bus *bus = NULL;
+        const char *id;
+        int r;
+
+        if (ctl_job_id_arg(argc, argv, 1, &id) < 0)
+                return CTL_EXIT_USAGE;
+        if (unit_name(UNIT_JOB_SERVICE, id, &unit) < 0)
+                return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
+        if (ctl_host_bus_open(&bus) < 0)
+                return CTL_EXIT_ERROR;
+        /* The spool is the worker's: here a job is known by its unit, loaded while it runs and until systemd
+         * collects it after it ended. */
+        r = ctl_unit_is_known(bus, unit);
+        if (r < 0)
+                return ctl_fail_errno(CTL_EXIT_ERROR, r, "Cannot look up %s on %s: %m", unit, ctl_host());
+        if (r == 0)
+                return ctl_fail(CTL_EXIT_NOT_FOUND, "%s is not loaded on %s: no such job, or it has ended.", unit,
+                                ctl_host());
+        r = ctl_unit_call(bus, "StopUnit", unit, &err);
+        if (r < 0)
+                return ctl_fail(CTL_EXIT_ERROR, "Cannot stop %s on %s: %s", unit, ctl_host(), err ?: strerror(-r));
+        return CTL_EXIT_OK;
+}
+
+/* The tail of wait and run: the unit watched over the remote bus, the result fetched and verified here. */
+static int host_wait_job(const char *id, const uint8_t *pk, bool quiet, bool json, HostFetch *f) {
+        _cleanup_json_ json_object *verified = NULL, *o = NULL;
+        _cleanup_bus_ sd_bus *bus = NULL;
+        int status;
+
+        if (ctl_host_bus_open(&bus) < 0)
+                status = CTL_EXIT_FAILED;
+        else
+                status = ctl_wait(&(CtlWait) { .bus = bus, .job_id = id, .pk = pk, .quiet = quiet,
+                                               .ret_result = json ? &verified : NULL, .fetch = wait_fetch,
+                                               .userdata = f });
+        if (!json)
+                return status;
+        if (ctl_wait_to_json(id, f->into && verified ? f->dir : NULL, status, verified, &o) < 0)
+                return ctl_fail(CTL_EXIT_FAILED, "Out of memory.");
+        ctl_json_print(o);
+        return status;
+}
+
+static int host_wait(int argc, char *argv[]) {
+        static const struct option options[] = {
+                { "pubkey", required_argument, NULL, 'k' },
+                { "quiet", no_argument, NULL, 'q' },
+                { "json", no_argument, NULL, 'j' },
+                { "into", required_argument, NULL, 'i' },
+                {}
+        };
+        _cleanup_(host_fetch_done) HostFetch f = HOST_FETCH_NULL;
+        const char *id, *pubkey = NULL;
+        uint8_t pk[KEY_SIGN_PUBLIC_SIZE];
+        bool quiet = false, json = false;
+        int c;
+
+        optind = 0;
+        while ((c = getopt_long(argc, argv, "q", options, NULL)) >= 0)
+                switch (c) {
+                case 'k': pubkey = optarg; break;
+                case 'q': quiet = true; break;
+                case 'j': json = true; break;
+                case 'i': f.into = optarg; break;
+                default: return CTL_EXIT_USAGE;
+                }
+        if (ctl_job_id_arg(argc, argv, optind, &id) < 0 || into_check(f.into) < 0)
+                return CTL_EXIT_USAGE;
+        if (need_pubkey(pubkey, pk) < 0)
+                return pubkey ? CTL_EXIT_UNVERIFIED : CTL_EXIT_USAGE;
+        return host_wait_job(id, pk, quiet, json, &f);
+}
+
+static int host_result(int argc, char *argv[]) {
+        static const struct option options[] = {
+                { "json", no_argument, NULL, 'j' },
+                { "pubkey", required_argument, NULL, 'k' },
+                { "into", required_argument, NULL, 'i' },
+                {}
+        };
+        _cleanup_(host_fetch_done) HostFetch f = HOST_FETCH_NULL;
+        const char *id, *pubkey = NULL;
+        uint8_t pk[KEY_SIGN_PUBLIC_SIZE];
+        bool json = false;
+        int c, r;
+
+        optind = 0;
+        while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
+                switch (c) {
+                case 'j': json = true; break;
+                case 'k': pubkey = optarg; break;
+                case 'i': f.into = optarg; break;
+                default: return CTL_EXIT_USAGE;
+                }
+        if (ctl_job_id_arg(argc, argv, optind, &id) < 0 || into_check(f.into) < 0)
+                return CTL_EXIT_USAGE;
+        if (need_pubkey(pubkey, pk) < 0)
+                return pubkey ? CTL_EXIT_ERROR : CTL_EXIT_USAGE;
+        r = host_fetch(&f, id, NULL);
+        if (r == -ENOENT)
+                return ctl_fail(CTL_EXIT_NOT_FOUND, "Job %s has no result on %s.", id, ctl_host());
+        if (r < 0)
+                return CTL_EXIT_ERROR;
+        return ctl_result_verify_print(f.dir, pk, id, json);
+}
+
+int ctl_host_run(const char *id, const char *spec, size_t len, const uint8_t *pk, bool quiet, const char *into) {
+        _cleanup_(host_fetch_done) HostFetch f = HOST_FETCH_NULL;
+        _cleanup_strv_free_ char **rargv = NULL;
+        int r;
+
+        if (into_check(into) < 0)
+                return CTL_EXIT_USAGE;
+        f.into = into;
+        if (strv_build(&rargv, "submit", "-", NULL) < 0)
+                return ctl_fail(CTL_EXIT_FAILED, "Out of memory.");
+        r = ctl_remote_run(rargv, spec, len, -EBADF);
+        if (r != 0)
+                return r;
+        if (!quiet)
+                log_info("Started job %s (pond-job@%s.service) on %s.", id, id, ctl_host());
+        (void) signal(SIGPIPE, SIG_IGN);
+        rargv = strv_free(rargv);
+        /* The output as the worker's pondctl follows it: the live log, then its signed copy. */
+        if (strv_build(&rargv, "logs", "-f", id, NULL) < 0)
+                return ctl_fail(CTL_EXIT_FAILED, "Out of memory.");
+        r = ctl_remote_spawn(rargv, -EBADF, STDOUT_FILENO, &f.logs);
+        if (r < 0)
+                log_warning_errno(r, "Cannot follow the log of %s on %s: %m", id, ctl_host());
+        return host_wait_job(id, pk, quiet, false, &f);
+}
+
+CtlVerbFunc ctl_host_verb(const char *name) {
+        static const struct {
+                const char *name;
+                CtlVerbFunc run;
+        } verbs[] = {
+                { "run", ctl_verb_run },       /* ctl-run.c: the spec is built here, then ctl_host_run() */
+                { "submit", host_submit },
+                { "status", host_status },
+                { "logs", host_logs },
+                { "wait", host_wait },
+                { "cancel", host_cancel },
+                { "list", host_list },
+                { "result", host_result },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
+                if (streq(verbs[i].name, name))
+                        return verbs[i].run;
+        return NULL;
+}

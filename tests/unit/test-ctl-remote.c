@@ -1,0 +1,294 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* test-ctl-remote.c: what `pondctl -H` sends and takes: the hosts it accepts (nothing ssh or the remote shell
+ * could read as more than a host), the remote command line (each argument arrives as itself through a real
+ * sh, hostile ones included; the control shows the same words unquoted run what they carry), and the result
+ * tar stream (a directory round-trips byte for byte; paths that leave the destination, links and devices
+ * are refused, and nothing is written outside it). The real thing over ssh is tests/integration/test-fleet.sh. */
+#include <archive.h>
+#include <archive_entry.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "ctl.h"
+#include "fileio.h"
+#include "strv.h"
+#include "tests.h"
+
+TEST(host_names) {
+        static const char *const good[] = { "worker7", "root@worker7", "ci_user@w-7.example.org", "10.0.0.1",
+                                             "a" };
+        static const char *const bad[] = { "", "-oProxyCommand=sh", "root@-oProxyCommand=x", "@host", "a@b@c",
+                                           "host;id", "host id", "host'x", "$(id)", "`id`", "host,argv5=x",
+                                           "host:22", "[::1]", "root@", ".hidden", "root@.x", "a\nb" };
+
+        for (size_t i = 0; i < ELEMENTSOF(good); i++)
+                EXPECT_TRUE(ctl_host_is_valid(good[i]));
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+                EXPECT_FALSE(ctl_host_is_valid(bad[i]));
+        EXPECT_FALSE(ctl_host_is_valid(NULL));
+}
+
+/* Runs line in sh -c with POND_REMOTE_PONDCTL's command being printf '%s\n', so that each argument the
+ * shell hands over comes back as one line; returns what came back. */
+static char *through_sh(const char *line) {
+        _cleanup_free_ char *out = NULL;
+        char buf[4096];
+        int p[2];
+        size_t len = 0;
+        pid_t pid;
+        ssize_t n;
+
+        if (pipe(p) < 0)
+                return NULL;
+        pid = fork();
+        if (pid == 0) {
+                dup2(p[1], STDOUT_FILENO);
+                close(p[0]);
+                execl("/bin/sh", "sh", "-c", line, (char *) NULL);
+                _exit(127);
+        }
+        close(p[1]);
+        while ((n = read(p[0], buf, sizeof buf)) > 0) {
+                char *o = realloc(out, len + (size_t) n + 1);
+                if (!o)
+                        break;
+                out = o;
+                memcpy(out + len, buf, (size_t) n);
+                len += (size_t) n;
+                out[len] = 0;
+        }
+        close(p[0]);
+        (void) waitpid(pid, NULL, 0);
+        return TAKE_PTR(out) ?: strdup("");
+}
+
+TEST(remote_command_line_quotes_every_argument) {
+        char *argv[] = { "submit", "-", "--checkout", "/tmp/a b;touch /tmp/pond-test-pwned", "it's", "$(id)",
+                         "`id`", "a\\b", "\"q\"", "*", "", NULL };
+        _cleanup_free_ char *line = NULL, *got = NULL, *want = NULL;
+        size_t len = 0;
+
+        ASSERT_OK(setenv("POND_REMOTE_PONDCTL", "printf", 1));
+        (void) unlink("/tmp/pond-test-pwned");
+        /* printf's format is the first argument: put one in front. */
+        char *with_format[ELEMENTSOF(argv) + 1] = { "%s|\\n" };
+        memcpy(with_format + 1, argv, sizeof argv);
+        ASSERT_OK(ctl_remote_command_line(with_format, &line));
+        got = through_sh(line);
+        ASSERT_TRUE(got != NULL);
+        want = malloc(4096);
+        ASSERT_TRUE(want != NULL);
+        want[0] = 0;
+        for (size_t i = 0; argv[i]; i++)
+                len += (size_t) snprintf(want + len, 4096 - len, "%s|\n", argv[i]);
+        EXPECT_STREQ(want, got);
+        EXPECT_TRUE(access("/tmp/pond-test-pwned", F_OK) < 0);
+}
+
+TEST(remote_command_line_control_unquoted_runs_the_payload) {
+        /* The same hostile path joined without quoting, as a naive `ssh host pondctl ARGS` would: the remote
+         * shell runs what follows the ';'. */
+        _cleanup_free_ char *got = NULL;
+
+        (void) unlink("/tmp/pond-test-pwned-control");
+        got = through_sh("printf '%s\\n' submit --checkout /tmp/a b;touch /tmp/pond-test-pwned-control");
+        EXPECT_TRUE(access("/tmp/pond-test-pwned-control", F_OK) >= 0);
+        (void) unlink("/tmp/pond-test-pwned-control");
+}
+
+TEST(remote_command_line_says_when_pondctl_is_missing) {
+        char *argv[] = { "list", NULL };
+        _cleanup_free_ char *line = NULL, *cmd = NULL;
+        int status;
+
+        ASSERT_OK(setenv("POND_REMOTE_PONDCTL", "/nonexistent/pondctl", 1));
+        ASSERT_OK(ctl_remote_command_line(argv, &line));
+        ASSERT_TRUE(asprintf(&cmd, "%s 2>/dev/null", line) > 0);
+        status = system(cmd);
+        /* 1 ("failed"), not the shell's 127, which would read as "did not verify". */
+        EXPECT_TRUE(WIFEXITED(status));
+        EXPECT_EQ(1, WEXITSTATUS(status));
+}
+
+static int write_at(int dirfd, const char *name, const char *text) {
+        _cleanup_close_ int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+
+        return fd < 0 ? -errno : write_all(fd, text, strlen(text));
+}
+
+static int read_at(int dirfd, const char *name, char **ret) {
+        size_t len;
+
+        return read_full_file_at(dirfd, name, 1 << 20, ret, &len);
+}
+
+typedef struct Dirs {
+        char tmpl[64];
+        int src, dst, top;
+} Dirs;
+
+#define DIRS_NULL { .src = -EBADF, .dst = -EBADF, .top = -EBADF }
+
+static int dirs_make(Dirs *d) {
+        *d = (Dirs) { .tmpl = "/tmp/pond-test-tar-XXXXXX", .src = -EBADF, .dst = -EBADF, .top = -EBADF };
+        if (!mkdtemp(d->tmpl))
+                return -errno;
+        d->top = open(d->tmpl, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (d->top < 0 || mkdirat(d->top, "src", 0755) < 0 || mkdirat(d->top, "dst", 0700) < 0)
+                return -errno;
+        d->src = openat(d->top, "src", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        d->dst = openat(d->top, "dst", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        return d->src < 0 || d->dst < 0 ? -errno : 0;
+}
+
+static void dirs_done(Dirs *d) {
+        safe_close(d->src);
+        safe_close(d->dst);
+        if (d->top >= 0) {
+                (void) rm_rf_at(d->top, "src");
+                (void) rm_rf_at(d->top, "dst");
+                (void) unlinkat(d->top, "outside", 0);
+                safe_close(d->top);
+                (void) rmdir(d->tmpl);
+        }
+}
+
+TEST(result_tar_round_trip) {
+        _cleanup_(dirs_done) Dirs d = DIRS_NULL;
+        _cleanup_free_ char *a = NULL, *b = NULL, *c = NULL;
+        _cleanup_close_ int tar = -EBADF;
+        char *err = NULL;
+
+        ASSERT_OK(dirs_make(&d));
+        ASSERT_OK(write_at(d.src, "result.json", "{\"job_id\": \"j\"}\n"));
+        ASSERT_OK(write_at(d.src, "result.sig", "c2ln\n"));
+        ASSERT_EQ(0, mkdirat(d.src, "artifacts", 0755));
+        ASSERT_EQ(0, mkdirat(d.src, "artifacts/out", 0755));
+        ASSERT_OK(write_at(d.src, "artifacts/out/patch.diff", "--- a\n+++ b\n"));
+        ASSERT_EQ(0, mkdirat(d.src, "log", 0755));
+        ASSERT_OK(write_at(d.src, "log/index", ""));
+        tar = open("/tmp", O_RDWR | O_TMPFILE | O_CLOEXEC, 0600);
+        ASSERT_TRUE(tar >= 0);
+        ASSERT_OK(ctl_result_tar_export(d.src, tar));
+        ASSERT_EQ(0, lseek(tar, 0, SEEK_SET));
+        ASSERT_OK(ctl_result_tar_import(tar, d.dst, &err));
+        ASSERT_OK(read_at(d.dst, "result.json", &a));
+        EXPECT_STREQ("{\"job_id\": \"j\"}\n", a);
+        ASSERT_OK(read_at(d.dst, "artifacts/out/patch.diff", &b));
+        EXPECT_STREQ("--- a\n+++ b\n", b);
+        ASSERT_OK(read_at(d.dst, "log/index", &c));
+        EXPECT_STREQ("", c);
+        free(err);
+}
+
+TEST(result_tar_export_refuses_a_symlink) {
+        _cleanup_(dirs_done) Dirs d = DIRS_NULL;
+        _cleanup_close_ int tar = -EBADF;
+
+        ASSERT_OK(dirs_make(&d));
+        ASSERT_EQ(0, symlinkat("/etc/passwd", d.src, "result.json"));
+        tar = open("/tmp", O_RDWR | O_TMPFILE | O_CLOEXEC, 0600);
+        ASSERT_TRUE(tar >= 0);
+        EXPECT_TRUE(ctl_result_tar_export(d.src, tar) < 0);
+}
+
+/* A tar of one entry made with libarchive, as a hostile worker could send it. */
+static int hostile_tar(const char *path, mode_t type, const char *link, int fd) {
+        struct archive *a = archive_write_new();
+        struct archive_entry *e = archive_entry_new();
+        int r = -EIO;
+
+        if (!a || !e)
+                goto out;
+        if (archive_write_set_format_pax_restricted(a) != ARCHIVE_OK || archive_write_open_fd(a, fd) != ARCHIVE_OK)
+                goto out;
+        archive_entry_set_pathname(e, path);
+        archive_entry_set_filetype(e, type);
+        archive_entry_set_perm(e, 0644);
+        if (type == AE_IFLNK)
+                archive_entry_set_symlink(e, link);
+        else if (link)
+                archive_entry_set_hardlink(e, link);
+        archive_entry_set_size(e, type == AE_IFREG && !link ? 3 : 0);
+        if (archive_write_header(a, e) != ARCHIVE_OK)
+                goto out;
+        if (type == AE_IFREG && !link && archive_write_data(a, "bad", 3) != 3)
+                goto out;
+        r = archive_write_close(a) == ARCHIVE_OK ? 0 : -EIO;
+out:
+        archive_entry_free(e);
+        archive_write_free(a);
+        return r;
+}
+
+TEST(result_tar_import_refuses_what_leaves_or_links) {
+        static const struct {
+                const char *path;
+                mode_t type;
+                const char *link;
+        } cases[] = {
+                { "../outside", AE_IFREG, NULL },
+                { "/tmp/pond-test-tar-abs", AE_IFREG, NULL },
+                { "a/../../outside", AE_IFREG, NULL },
+                { "./result.json", AE_IFREG, NULL },
+                { "result.json", AE_IFLNK, "/etc/passwd" },
+                { "result.json", AE_IFREG, "../outside" },
+                { "dev", AE_IFCHR, NULL },
+                { "fifo", AE_IFIFO, NULL },
+                { "missing/parent", AE_IFREG, NULL },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_(dirs_done) Dirs d = DIRS_NULL;
+                _cleanup_close_ int tar = -EBADF;
+                _cleanup_free_ char *err = NULL;
+                int r;
+
+                ASSERT_OK(dirs_make(&d));
+                tar = open("/tmp", O_RDWR | O_TMPFILE | O_CLOEXEC, 0600);
+                ASSERT_TRUE(tar >= 0);
+                ASSERT_OK(hostile_tar(cases[i].path, cases[i].type, cases[i].link, tar));
+                ASSERT_EQ(0, lseek(tar, 0, SEEK_SET));
+                r = ctl_result_tar_import(tar, d.dst, &err);
+                if (r >= 0)
+                        fprintf(stderr, "# accepted: %s\n", cases[i].path);
+                EXPECT_TRUE(r < 0);
+                EXPECT_TRUE(faccessat(d.top, "outside", F_OK, AT_SYMLINK_NOFOLLOW) < 0);
+                EXPECT_TRUE(access("/tmp/pond-test-tar-abs", F_OK) < 0);
+        }
+}
+
+TEST(result_tar_import_refuses_a_symlinked_parent) {
+        /* A directory of the destination replaced by a symlink (by whatever else writes there): a file below
+         * it is not written through it. */
+        _cleanup_(dirs_done) Dirs d = DIRS_NULL;
+        _cleanup_close_ int tar = -EBADF;
+        _cleanup_free_ char *err = NULL;
+        char target[96];
+
+        ASSERT_OK(dirs_make(&d));
+        snprintf(target, sizeof target, "%s/src", d.tmpl);
+        ASSERT_EQ(0, symlinkat(target, d.dst, "artifacts"));
+        tar = open("/tmp", O_RDWR | O_TMPFILE | O_CLOEXEC, 0600);
+        ASSERT_TRUE(tar >= 0);
+        ASSERT_OK(hostile_tar("artifacts/x", AE_IFREG, NULL, tar));
+        ASSERT_EQ(0, lseek(tar, 0, SEEK_SET));
+        EXPECT_TRUE(ctl_result_tar_import(tar, d.dst, &err) < 0);
+        EXPECT_TRUE(faccessat(d.src, "x", F_OK, AT_SYMLINK_NOFOLLOW) < 0);
+}
+
+TEST(host_option_is_refused_by_verbs_that_have_no_remote_form) {
+        char *argv[] = { "pondctl", "-H", "worker7", "keygen", NULL };
+        char *bad_host[] = { "pondctl", "-H", "-oProxyCommand=sh", "list", NULL };
+        char *bad_id[] = { "pondctl", "-H", "worker7", "status", "x;id", NULL };
+        char *no_key[] = { "pondctl", "-H", "worker7", "wait", "j-1", NULL };
+
+        EXPECT_EQ(CTL_EXIT_USAGE, ctl_main(ELEMENTSOF(argv) - 1, argv));
+        EXPECT_EQ(CTL_EXIT_USAGE, ctl_main(ELEMENTSOF(bad_host) - 1, bad_host));
+        /* Refused before any ssh is run (no "ssh" needed here). */
+        EXPECT_EQ(CTL_EXIT_USAGE, ctl_main(ELEMENTSOF(bad_id) - 1, bad_id));
+        EXPECT_EQ(CTL_EXIT_USAGE, ctl_main(ELEMENTSOF(no_key) - 1, no_key));
+}
+
+TEST_MAIN()
