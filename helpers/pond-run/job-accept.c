@@ -115,6 +115,9 @@ int job_accept(Job *j) {
         r = job_home_accept(j, &err);
         if (r < 0)
                 return job_fail(j, r, "%s", err ?: "home_files: refused");
+        r = job_console_accept(j, &err);
+        if (r < 0)
+                return job_fail(j, r, "%s", err ?: "tty: refused");
         r = job_resview_accept(j, &err);
         if (r < 0)
                 return job_fail(j, r, "%s", err ?: "resource_view: refused");

@@ -39,7 +39,8 @@ static int runtime_argv(Job *j, char ***ret_create) {
         _cleanup_free_ char *pid_file = NULL, *log_file = NULL, *panic_log = NULL;
         RuntimeJob rj = { .state_root = j->paths.runtime_root, .bundle = j->paths.bundle,
                           .container_id = j->paths.container, .host_network = j->input.resolved->net == NET_OPEN,
-                          .netns = j->network.up ? j->network.net.netns_path : NULL };
+                          .netns = j->network.up ? j->network.net.netns_path : NULL,
+                          .console_socket = job_console_runtime_socket(j) };
         int r;
 
         if (asprintf(&pid_file, "%s/init.pid", j->paths.run) < 0 ||
@@ -56,9 +57,9 @@ static int runtime_argv(Job *j, char ***ret_create) {
 }
 
 /* The child that becomes the runtime's create step: it waits until systemd has moved it into the scope.
- * Nothing but stdio (the output pipes) and the go pipe reaches it. */
+ * Nothing but stdio (a stdin job's pipe or /dev/null, the output pipes) and the go pipe reaches it. */
 static int fork_create(JobRuntime *rt, char **argv, const struct rlimit *limits, const int *resources,
-                       int *ret_go_fd) {
+                       int stdin_fd, int *ret_go_fd) {
         _cleanup_close_ int go_read = -EBADF, go_write = -EBADF;
         int go[2], r;
 
@@ -66,7 +67,7 @@ static int fork_create(JobRuntime *rt, char **argv, const struct rlimit *limits,
                 return -errno;
         go_read = go[0];
         go_write = go[1];
-        r = safe_fork_full("(pond-create)", (const int[3]) { -EBADF, rt->out_pipe[1], rt->err_pipe[1] },
+        r = safe_fork_full("(pond-create)", (const int[3]) { stdin_fd, rt->out_pipe[1], rt->err_pipe[1] },
                            &go_read, 1, FORK_EXEC_FLAGS | FORK_REARRANGE_STDIO, &rt->create);
         if (r < 0)
                 return r;
@@ -212,12 +213,14 @@ static int log_create_failure(Job *j, int r) {
 
 int job_create_in_scope(Job *j) {
         _cleanup_strv_free_ char **create = NULL;
-        _cleanup_close_ int go = -EBADF;
+        _cleanup_close_ int go = -EBADF, stdin_fd = -EBADF;
         struct rlimit limits[OCI_JOB_RLIMITS];
         int resources[OCI_JOB_RLIMITS];
         int r;
 
         r = open_output(j);
+        if (r >= 0)
+                r = job_console_prepare(j, &stdin_fd);
         if (r >= 0)
                 r = runtime_argv(j, &create);
         if (r < 0)
@@ -225,9 +228,10 @@ int job_create_in_scope(Job *j) {
         /* the job's rlimits, where config.json does not carry them (oci.h says why) */
         oci_job_rlimits(j->input.resolved, resources, limits);
         sd_notify(false, "STATUS=launching");
-        r = fork_create(&j->runtime, create, j->userns.on ? limits : NULL, resources, &go);
+        r = fork_create(&j->runtime, create, j->userns.on ? limits : NULL, resources, stdin_fd, &go);
         if (r < 0)
                 return log_error_errno(r, "Cannot fork the runtime: %m");
+        stdin_fd = safe_close(stdin_fd); /* the payload's end: only the create step (and the container) hold it */
         r = start_scope(j);
         if (r < 0)
                 return r;
@@ -236,6 +240,9 @@ int job_create_in_scope(Job *j) {
         r = wait_create(&j->runtime);
         if (r < 0)
                 return log_create_failure(j, r);
+        r = job_console_receive(j);
+        if (r < 0)
+                return r;
         watch_oom(j);
         r = read_init_pid(j);
         if (r < 0)

@@ -39,6 +39,14 @@ static void maybe_exit(Loop *l) {
                 sd_event_exit(l->event, 0);
 }
 
+/* A tty job's master reached its end (job-console.c). */
+static void on_console_closed(void *userdata) {
+        Loop *l = userdata;
+
+        l->open_streams--;
+        maybe_exit(l);
+}
+
 static int on_output(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Loop *l = userdata;
         JobRuntime *rt = &l->job->runtime;
@@ -130,6 +138,8 @@ static int on_init_exit(sd_event_source *s, const siginfo_t *si, void *userdata)
         else
                 o->exit_signal = si->si_status;
         l->init_exited = true;
+        /* No new attach or exec into a job that has ended. */
+        job_console_stop(l->job);
         /* While the scope is surely there (cgroup v2 has no pin, job-create.c): the kill below may empty it. */
         job_read_oom_kills(l->job);
         job_usage_read(l->job);
@@ -194,6 +204,15 @@ static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
+/* The spec's kill_on_hangup: the caller's terminal is gone, as a session's SIGHUP. */
+void job_console_hangup(Job *j) {
+        if (j->outcome.cancelled || j->runtime.init_pid <= 0 || j->outcome.ended_usec != 0)
+                return;
+        job_fail(j, 0, "cancelled: its caller hung up (kill_on_hangup)");
+        job_cancel(j, "the attached caller hung up, kill_on_hangup");
+        job_kill_payload(j);
+}
+
 static int on_ceiling_grace(sd_event_source *s, uint64_t usec, void *userdata) {
         job_kill_payload(userdata);
         return 0;
@@ -251,6 +270,11 @@ static int add_sources(Loop *l) {
         /* From a second after the start: the runtime's own start-up processes have come and gone by then. */
         if (r >= 0 && j->input.provider && streq(j->input.provider->name, "runsc"))
                 r = sd_event_add_time_relative(e, NULL, CLOCK_MONOTONIC, SANDBOX_WATCH_USEC, 0, on_sandbox_watch, l);
+        if (r >= 0) {
+                r = job_console_watch(j, e, on_console_closed, l);
+                if (r > 0)
+                        l->open_streams++;
+        }
         if (r >= 0)
                 r = job_runtime_watch(j, e);
         if (r >= 0)
@@ -278,9 +302,13 @@ int job_run_loop(Job *j) {
                 return r;
         l.event = e;
         r = add_sources(&l);
-        if (r < 0)
+        if (r < 0) {
+                job_console_done(&j->console);
                 return log_error_errno(r, "Cannot set up the event loop: %m");
+        }
         r = sd_event_loop(e);
+        /* The console's connections and execs end with the loop: the payload has. */
+        job_console_done(&j->console);
         (void) sd_bus_detach_event(j->bus);
         if (r < 0)
                 return log_error_errno(r, "Event loop failed: %m");

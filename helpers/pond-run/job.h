@@ -14,6 +14,7 @@
 
 #include "audit.h"
 #include "cgroup-usage.h"
+#include "console.h"
 #include "hash.h"
 #include "image.h"
 #include "net.h"
@@ -135,6 +136,59 @@ typedef struct JobRuntime {
         size_t n_helpers;
 } JobRuntime;
 
+/* One connection on the job's console socket (job-console.c): a caller attached to the tty or stdin, or
+ * an exec into the running job (job-exec.c), which runs on to its end when its caller goes away. */
+typedef enum ConsoleConnKind {
+        CONSOLE_CONN_NEW,               /* its first packet says which */
+        CONSOLE_CONN_ATTACHED,
+        CONSOLE_CONN_EXEC,
+} ConsoleConnKind;
+
+typedef struct ConsoleConn {
+        struct Job *job;
+        int fd;                         /* -EBADF once the caller is gone */
+        sd_event_source *src;
+        uid_t uid;                      /* the caller's (SO_PEERCRED) */
+        const char *refusal;            /* answered to its first packet instead (not root, not the submitter) */
+        bool detaching;                 /* it said CONSOLE_DETACH: its end is no hangup */
+        ConsoleConnKind kind;
+        PidRef pid;                     /* exec: the runtime's exec step, in the job's scope */
+        sd_event_source *child_src;
+        int pipe[2];                    /* exec: its stdout and stderr, read here */
+        sd_event_source *pipe_src[2];
+        ConsoleMessage pending_type;    /* exec: one packet the caller could not take yet (its pipes wait) */
+        char *pending;
+        size_t pending_len;
+        bool exited;
+        bool exit_sent;                 /* exec: its end is audited and its status sent (or queued) */
+        bool counted;                   /* exec: it counts in JobConsole.execs_running */
+        int status;                     /* exec: its rc, or 128 + N for signal N */
+        unsigned number;
+        struct ConsoleConn *next;
+} ConsoleConn;
+
+/* The job's console (job-console.c): a tty job's pty master and a stdin job's pipe, and the socket pondctl
+ * attaches and execs through (console.h; docs/job-spec.md, "Interactive jobs"). */
+typedef struct JobConsole {
+        int runtime_listen;             /* the runtime's --console-socket, until the master has arrived */
+        int master;                     /* a tty job's pty master */
+        int stdin_write;                /* a stdin job's pipe (the payload reads the other end) */
+        bool stdin_eof;                 /* the caller's stdin ended: the pipe is closed once drained */
+        int listen;                     /* JobPaths.console, while the payload runs */
+        uid_t owner;                    /* who submitted the job (the spool entry's owner); root may too */
+        sd_event *event;
+        sd_event_source *listen_src, *master_src, *stdin_src;
+        ConsoleConn *conns;
+        ConsoleConn *attached;          /* at most one caller at a time */
+        char *out;                      /* tty output no caller has taken yet: the last CONSOLE_BACKLOG bytes */
+        size_t out_len;
+        char *in;                       /* the caller's input the tty or pipe has not taken yet */
+        size_t in_len;
+        unsigned n_execs, execs_running;
+        void (*closed)(void *userdata); /* the master's end (the run loop counts it as a stream) */
+        void *userdata;
+} JobConsole;
+
 /* What the job sees of its resources, and its leased CPUs (job-resview.c). */
 typedef struct JobView {
         ResourceView view;
@@ -178,6 +232,7 @@ typedef struct Job {
         JobHome home;
         JobView view;
         JobRuntime runtime;
+        JobConsole console;
         JobOutcome outcome;
         JobResult result;
         unsigned teardown_next;         /* the first step job_teardown() has not run yet */
@@ -186,11 +241,12 @@ typedef struct Job {
 #define INPUT_HASH_NULL { .checkout_fd = -EBADF }
 #define JOB_RUNTIME_NULL { .create = PIDREF_NULL, .out_pipe = { -EBADF, -EBADF }, .err_pipe = { -EBADF, -EBADF }, \
                            .oom_fds = { -EBADF, -EBADF }, .oom_pin = PIDREF_NULL }
+#define JOB_CONSOLE_NULL { .runtime_listen = -EBADF, .master = -EBADF, .stdin_write = -EBADF, .listen = -EBADF }
 #define JOB_OUTCOME_NULL { .exit_status = -1, .usage = CGROUP_USAGE_NULL }
 #define JOB_USERNS_NULL { .fd = -EBADF }
 #define JOB_RESULT_NULL { .results_fd = -EBADF, .staged_fd = -EBADF }
 #define JOB_NULL { .admission = { .queue_fd = -EBADF }, .input_hash = INPUT_HASH_NULL, .userns = JOB_USERNS_NULL, \
-                   .runtime = JOB_RUNTIME_NULL, \
+                   .runtime = JOB_RUNTIME_NULL, .console = JOB_CONSOLE_NULL, \
                    .outcome = JOB_OUTCOME_NULL, .result = JOB_RESULT_NULL }
 
 /* job.c: the job's id and paths, its failure reason, and freeing it. */
@@ -296,6 +352,38 @@ void job_view_done(JobView *v);
 /* 5. job-create.c: the runtime's create step, run inside pond-ID.scope; the container's init waits. */
 int job_create_in_scope(Job *j);
 void job_runtime_done(JobRuntime *rt);
+
+/*    job-console.c: a tty job's pty master (received from the runtime's --console-socket) and a stdin job's
+ *    pipe, relayed to one attached caller over the console socket while the output still goes to the
+ *    log; the socket also takes exec requests (job-exec.c). A caller going away detaches, nothing more. */
+int job_console_accept(Job *j, char **ret_error);
+/* Before the create step: the runtime's console socket (tty), or the stdin pipe whose read end becomes the
+ * create step's stdin (*ret_stdin; -EBADF: /dev/null). */
+int job_console_prepare(Job *j, int *ret_stdin);
+const char *job_console_runtime_socket(const Job *j);
+/* After the create step: the master must have arrived (fail closed). */
+int job_console_receive(Job *j);
+/* While the payload runs: the console socket, the master. Returns 1 if the master is a stream the loop must
+ * wait for (closed() is called at its end), 0 if there is none. */
+int job_console_watch(Job *j, sd_event *e, void (*closed)(void *userdata), void *userdata);
+/* kill_on_hangup: the attached caller went away without detaching: the job is cancelled (job-run-loop.c). */
+void job_console_hangup(Job *j);
+/* The init has exited: no new connections, no new execs. */
+void job_console_stop(Job *j);
+void job_console_done(JobConsole *c);
+/* For job-exec.c: one packet to a connection's caller (queued when it cannot take it), its end. */
+int job_console_conn_send(ConsoleConn *c, ConsoleMessage type, const void *data, size_t len);
+void job_console_conn_free(ConsoleConn *c);
+void job_console_conn_update(ConsoleConn *c);
+
+/*    job-exec.c: `pondctl exec ID -- CMD`: the runtime's exec of the job's own process (its user,
+ *    capabilities, no_new_privs, cwd, env; pond-init's Landlock where the job has it; seccomp, namespaces and
+ *    cgroup from the container), the step itself moved into the job's scope, audited, its output and status
+ *    returned to the caller. Refused once the init has exited. */
+int job_exec_start(ConsoleConn *c, char **argv);
+/* The exec's pipes may go on (the caller took the pending packet). */
+void job_exec_resume(ConsoleConn *c);
+void job_exec_done(ConsoleConn *c);
 
 /* 6. job-start.c: once the sidecars are up, the container's init is let go. */
 int job_start(Job *j);

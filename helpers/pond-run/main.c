@@ -68,6 +68,10 @@ int main(int argc, char *argv[]) {
                 log_error_errno(r, "Failed to block signals: %m");
                 return POND_RUN_EXIT_FAILED;
         }
+        /* A stdin job that closed its stdin makes the next write to its pipe EPIPE (job-console.c), never a
+         * SIGPIPE that would end the supervisor: systemd's IgnoreSIGPIPE= does so for the unit, this for a
+         * supervisor run by hand (children get default dispositions back: safe_fork()). */
+        (void) signal(SIGPIPE, SIG_IGN);
         if (arg_cleanup)
                 return supervise_cleanup(arg_job_id) < 0 ? 1 : 0;
         return supervise(arg_job_id);

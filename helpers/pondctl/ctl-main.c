@@ -25,6 +25,9 @@ static const Verb verbs[] = {
           "  --profile P --backend B --tier T --image NAME --checkout DIR --allow-host H (repeatable)\n"
           "  --memory SIZE --cpus N --pids N --tmpfs-size SIZE --timeout SECONDS --output PATH (repeatable)\n"
           "  --env K=V (repeatable) --tenant T --job-id ID --spec FILE --pubkey FILE -q|--quiet\n"
+          "  -t, --tty  a terminal for the job, this one's keys on it (Ctrl-] detaches; pondctl attach)\n"
+          "  -i, --interactive  this stdin to the job's stdin\n"
+          "  --kill-on-hangup  with -t or -i: the job is cancelled if this pondctl goes away without Ctrl-]\n"
           "  with -H: --pubkey FILE required, --checkout a path on the worker, --into DIR keeps the result\n"
           "Exits with the job's rc, 128+N for signal N, 124 timed out, 125 refused, 126 pond failed,\n"
           "127 result did not verify, 130 cancelled, 64 usage error.\n" },
@@ -44,6 +47,14 @@ static const Verb verbs[] = {
           "  --json         the outcome as one JSON object on stdout (verified, exit_status, result)\n"
           "  --into DIR     with -H (which requires --pubkey): keep the fetched, verified result at DIR/ID\n"
           "Exits as run does; 4 if there is no such job.\n" },
+        { "attach", ctl_verb_attach, "ID", "reattach to a running -t or -i job",
+          "A -t job: its terminal here (Ctrl-] detaches again), then its result as wait gives it.\n"
+          "A -i job: this stdin to the job's stdin until it ends (its output: pondctl logs -f ID).\n"
+          "Exits as wait does, 0 when detached, 1 the job is not running, 4 no such job.\n" },
+        { "exec", ctl_verb_exec, "ID -- CMD...", "run CMD in a running job, as the job",
+          "CMD runs beside the job's payload with its user, capabilities, seccomp filter, no_new_privs,\n"
+          "Landlock, cwd, env and cgroup; stdin is /dev/null, stdout and stderr come here.\n"
+          "Exits with CMD's rc (128+N signal N), 125 refused (the job is not running), 4 no such job.\n" },
         { "cancel", ctl_verb_cancel, "ID", "stop it; it still gets a result",
           "Exits 0, 4 no such job, 1 the unit could not be stopped.\n" },
         { "list", ctl_verb_list, "[--json] [--state S] [--since T] [--profile P]", "id state profile rc, per job",

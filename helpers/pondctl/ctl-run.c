@@ -15,7 +15,7 @@
 enum {
         ARG_PROFILE = 0x100, ARG_BACKEND, ARG_TIER, ARG_IMAGE, ARG_CHECKOUT, ARG_ALLOW_HOST, ARG_MEMORY,
         ARG_CPUS, ARG_PIDS, ARG_TMPFS_SIZE, ARG_TIMEOUT, ARG_OUTPUT, ARG_ENV, ARG_TENANT, ARG_JOB_ID,
-        ARG_SPEC, ARG_PUBKEY, ARG_INTO,
+        ARG_SPEC, ARG_PUBKEY, ARG_KILL_ON_HANGUP, ARG_INTO,
 };
 
 static const struct option run_options[] = {
@@ -38,6 +38,9 @@ static const struct option run_options[] = {
         { "pubkey", required_argument, NULL, ARG_PUBKEY },
         { "into", required_argument, NULL, ARG_INTO },
         { "quiet", no_argument, NULL, 'q' },
+        { "tty", no_argument, NULL, 't' },
+        { "interactive", no_argument, NULL, 'i' },
+        { "kill-on-hangup", no_argument, NULL, ARG_KILL_ON_HANGUP },
         {}
 };
 
@@ -103,6 +106,9 @@ static int parse_one(CtlRunArgs *a, int c, char *arg) {
                 a->into = arg;
                 return 0;
         case 'q':            a->quiet = true; return 0;
+        case 't':            o->tty = true; return 0;
+        case 'i':            o->stdin_open = true; return 0;
+        case ARG_KILL_ON_HANGUP: o->kill_on_hangup = true; return 0;
         case ARG_ALLOW_HOST: return list_add(&o->allow_hosts, arg);
         case ARG_OUTPUT:     return list_add(&o->outputs, arg);
         case ARG_ENV:        return list_add(&o->env, arg);
@@ -137,7 +143,7 @@ int ctl_run_parse_argv(int argc, char *argv[], CtlRunArgs *ret) {
         int c, r;
 
         optind = 0; /* full re-initialization: verbs parse their own options */
-        while ((c = getopt_long(argc, argv, "+q", run_options, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, "+qti", run_options, NULL)) >= 0) {
                 r = parse_one(&a, c, optarg);
                 if (r < 0)
                         return r;
@@ -206,6 +212,7 @@ int ctl_verb_run(int argc, char *argv[]) {
         _cleanup_(ctl_run_args_done) CtlRunArgs a = {};
         _cleanup_(job_paths_done) JobPaths paths = {};
         _cleanup_(ctl_log_follower_done) CtlLogFollower log = CTL_LOG_FOLLOWER_NULL;
+        _cleanup_(ctl_console_done) CtlConsole console = { .pump = PIDREF_NULL };
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_free_ char *spec = NULL, *id = NULL, *log_dir = NULL;
         uint8_t pk[KEY_SIGN_PUBLIC_SIZE];
@@ -217,6 +224,10 @@ int ctl_verb_run(int argc, char *argv[]) {
                 return r == -CTL_EUSAGE ? CTL_EXIT_USAGE : CTL_EXIT_REFUSED;
         /* Without the pinned key no result could be trusted: do not start a job we cannot check. With -H it
          * must be given: this machine's KEYDIR holds its own key, not the worker's. */
+        /* the console socket is the worker's, reached over ssh as a whole: `ssh -t HOST pondctl run -t ...` */
+        if (ctl_host() && (a.spec.tty || a.spec.stdin_open))
+                return ctl_fail(CTL_EXIT_USAGE, "-t and -i are not available with -H: the job's console is on the "
+                                "worker (ssh -t HOST pondctl run -t ...).");
         if (ctl_host() && !a.pubkey)
                 return ctl_fail(CTL_EXIT_USAGE, "With -H, --pubkey FILE is required: the worker's public key "
                                 "as pinned on this machine.");
@@ -236,6 +247,21 @@ int ctl_verb_run(int argc, char *argv[]) {
                 log_info("Started job %s (pond-job@%s.service).", id, id);
         /* A reader that goes away must not kill us mid-wait: the job would run on unattended. */
         (void) signal(SIGPIPE, SIG_IGN);
+        if (a.spec.tty || a.spec.stdin_open) {
+                /* the console appears once the payload runs; a job that never gets there has a result */
+                console = (CtlConsole) { .bus = bus, .paths = &paths, .job_id = id, .wait = true,
+                                         .pump = PIDREF_NULL };
+                r = ctl_console_session(&console);
+                if (r >= 0 && console.detached) {
+                        log_info("%s job %s; it runs on%s (pondctl attach %s).",
+                                 console.hung_up ? "Hung up on" : "Detached from", id,
+                                 console.hung_up ? " unless it asked for kill_on_hangup" : "", id);
+                        return CTL_EXIT_OK;
+                }
+                if (r >= 0 && console.tty) /* its output came through the terminal, and is in the result */
+                        return ctl_wait(&(CtlWait) { .bus = bus, .job_id = id, .paths = &paths, .pk = pk,
+                                                     .quiet = a.quiet });
+        }
         if (asprintf(&log_dir, "%s/log", paths.spool) < 0 ||
             ctl_log_follower_init(&log, log_dir, STDOUT_FILENO, STDERR_FILENO) < 0)
                 return ctl_fail(CTL_EXIT_FAILED, "Out of memory.");

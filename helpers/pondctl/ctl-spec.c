@@ -196,6 +196,13 @@ int ctl_spec_build(json_object *base, const CtlSpecOptions *o, json_object **ret
         }
         if (r >= 0)
                 r = set_strv(spec, "outputs", o->outputs);
+        /* -t asks for a terminal with the caller's keyboard on it; -i for the caller's stdin alone */
+        if (r >= 0 && o->tty)
+                r = set(spec, "tty", json_object_new_boolean(true));
+        if (r >= 0 && (o->tty || o->stdin_open))
+                r = set(spec, "stdin", json_object_new_boolean(true));
+        if (r >= 0 && o->kill_on_hangup)
+                r = set(spec, "kill_on_hangup", json_object_new_boolean(true));
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(spec);

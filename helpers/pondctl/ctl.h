@@ -14,9 +14,9 @@
 #include "keys.h"
 #include "log.h"
 #include "output.h"
-#include "process-util.h"
 #include "paths.h"
 #include "policy.h"
+#include "process-util.h"
 #include "spec.h"
 #include "unit-name.h"
 
@@ -59,6 +59,9 @@ typedef struct CtlSpecOptions {
         char **outputs;
         char **env;                /* "K=V" */
         char **command;
+        bool tty;                  /* -t: "tty": true (and "stdin") */
+        bool stdin_open;           /* -i: "stdin": true */
+        bool kill_on_hangup;       /* --kill-on-hangup: "kill_on_hangup": true */
 } CtlSpecOptions;
 
 /* The JSON object of a spec: base (a parsed spec file, or NULL for an empty one) with the options applied.
@@ -172,6 +175,22 @@ int ctl_wait(CtlWait *w);
 int ctl_wait_to_json(const char *job_id, const char *result_dir, int exit_status, json_object *verified,
                      json_object **ret);
 
+/* ctl-console.c: the caller's end of a job's console socket (console.h). */
+typedef struct CtlConsole {
+        sd_bus *bus;              /* to see a job that ended before its console appeared; may be NULL */
+        const JobPaths *paths;
+        const char *job_id;
+        bool wait;                /* wait for the console while the job is being set up (run) */
+        bool tty;                 /* out: a tty job (output came through the console), else stdin only */
+        bool detached;            /* out: the caller detached (Ctrl-]); the job runs on */
+        bool hung_up;             /* out: pondctl was signalled while attached: a hangup (kill_on_hangup) */
+        PidRef pump;              /* a stdin job: the child relaying stdin while the log is followed */
+} CtlConsole;
+
+/* Attaches: a tty job is relayed until it ends or the caller detaches; a stdin job's stdin is relayed by a
+ * child (c->pump) and this returns at once. -ESRCH: the job is not running (not said when c->wait). */
+int ctl_console_session(CtlConsole *c);
+void ctl_console_done(CtlConsole *c);
 /* ctl-remote.c: -H [USER@]HOST (pondctl(1), "REMOTE WORKERS"). ctl_host() is NULL without -H. */
 bool ctl_host_is_valid(const char *host);
 int ctl_host_set(const char *host);
@@ -299,6 +318,8 @@ int ctl_verb_list(int argc, char *argv[]);
 int ctl_verb_result(int argc, char *argv[]);
 int ctl_verb_verify(int argc, char *argv[]);
 int ctl_verb_quorum(int argc, char *argv[]);
+int ctl_verb_attach(int argc, char *argv[]);
+int ctl_verb_exec(int argc, char *argv[]);
 int ctl_verb_keygen(int argc, char *argv[]);
 int ctl_verb_hash_input(int argc, char *argv[]);
 /* ctl-export.c: `pondctl export ID`: the result directory as a tar stream on stdout (what -H fetches). */

@@ -63,6 +63,8 @@ static const AuditEvent pond_events[_POND_EVENT_MAX] = {
         [POND_EVENT_CLEANED] = { "cleaned", POND_MESSAGE_CLEANED, LOG_INFO },
         [POND_EVENT_FAILED] = { "failed", POND_MESSAGE_FAILED, LOG_ERR },
         [POND_EVENT_DEGRADED] = { "degraded", POND_MESSAGE_DEGRADED, LOG_WARNING },
+        [POND_EVENT_CONSOLE] = { "console", POND_MESSAGE_CONSOLE, LOG_NOTICE },
+        [POND_EVENT_EXEC] = { "exec", POND_MESSAGE_EXEC, LOG_NOTICE },
 };
 
 typedef struct PondRecord {

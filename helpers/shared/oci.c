@@ -253,7 +253,9 @@ static int build_process(const ResolvedPolicy *r, const JobSpec *spec, const Oci
                         if (push_rlimit(rl, job_rlimits[i].name, limits[i].rlim_max) < 0)
                                 return -ENOMEM;
         }
-        if (json_add(p, "terminal", json_object_new_boolean(false)) < 0 || json_add(p, "user", build_user()) < 0 ||
+        /* a tty job: the runtime allocates the pty inside the container (its own devpts instance, the slave
+         * the job user's) and hands the master to the supervisor through --console-socket */
+        if (json_add(p, "terminal", json_object_new_boolean(spec->tty)) < 0 || json_add(p, "user", build_user()) < 0 ||
             json_add(p, "args", build_args(spec, paths)) < 0 ||
             json_add(p, "env", strv_to_json((const char *const *) env)) < 0 ||
             json_add(p, "cwd",

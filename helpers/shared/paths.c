@@ -75,7 +75,9 @@ int job_paths_init(JobPaths *p, const char *id) {
             asprintf(&p->scope_cgroup, "/" POND_SLICE "/pond-%s.scope", id) < 0 ||
             /* '+' ends it (no job id has one): runsc looks a container up by prefix, and "pond-job-1" was
              * ambiguous while "pond-job-10" existed (a job failed under load); "pond-job-1+" is not. */
-            asprintf(&p->container, "pond-%s+", id) < 0)
+            asprintf(&p->container, "pond-%s+", id) < 0 ||
+            asprintf(&p->console, "%s/jobs/%s/console.sock", rundir(), id) < 0 ||
+            asprintf(&p->console_runtime, "%s/jobs/%s/console-runtime.sock", rundir(), id) < 0)
                 goto fail;
         for (PondSidecar s = 0; s < _POND_SIDECAR_MAX; s++)
                 if (sidecar_paths_init(&p->sidecars[s], s, id) < 0)
@@ -112,6 +114,8 @@ void job_paths_done(JobPaths *p) {
         free(p->scope);
         free(p->scope_cgroup);
         free(p->container);
+        free(p->console);
+        free(p->console_runtime);
         for (PondSidecar s = 0; s < _POND_SIDECAR_MAX; s++)
                 sidecar_paths_done(&p->sidecars[s]);
         *p = (JobPaths) {};

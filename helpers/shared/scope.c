@@ -209,6 +209,12 @@ int scope_kill(sd_bus *bus, const char *unit) {
         return manager_call(bus, "KillUnit", "ssi", unit, "all", (int32_t) SIGKILL);
 }
 
+int scope_attach(sd_bus *bus, const char *unit, pid_t pid) {
+        if (pid <= 0)
+                return -EINVAL;
+        return manager_call(bus, "AttachProcessesToUnit", "ssau", unit, "", 1, (uint32_t) pid);
+}
+
 static int unit_get_string(sd_bus *bus, const char *unit, const char *iface, const char *property,
                            char **ret) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;

@@ -24,6 +24,10 @@ int scope_start(sd_bus *bus, const char *unit, pid_t pid, const ScopeLimits *lim
 /* SIGKILLs every process of the unit (recursively, container included). -ENOENT if not loaded. */
 int scope_kill(sd_bus *bus, const char *unit);
 
+/* Moves pid into the running unit's own cgroup (AttachProcessesToUnit): a job's exec step joins the job's
+ * scope, as its create step does. -ENOENT if the unit is not loaded. */
+int scope_attach(sd_bus *bus, const char *unit, pid_t pid);
+
 /* Stops the unit and waits (bounded) until it is gone. Idempotent: a unit that is not loaded is fine. */
 int scope_stop(sd_bus *bus, const char *unit);
 

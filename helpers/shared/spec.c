@@ -545,6 +545,9 @@ static const JsonField top_fields[] = {
         { "outputs",     JSON_ANY,    .callback = parse_outputs },
         { "credentials", JSON_ANY,    .callback = parse_credentials },
         { "home_files",  JSON_ANY,    .callback = parse_home_files },
+        { "tty",         JSON_BOOL,   .offset = offsetof(JobSpec, tty) },
+        { "stdin",       JSON_BOOL,   .offset = offsetof(JobSpec, stdin_open) },
+        { "kill_on_hangup", JSON_BOOL, .offset = offsetof(JobSpec, kill_on_hangup) },
         {}
 };
 
@@ -565,6 +568,8 @@ int job_spec_parse(const char *buf, size_t len, JobSpec **ret, char **ret_error)
         if (r < 0)
                 return r;
 
+        if (s->kill_on_hangup && !s->tty && !s->stdin_open)
+                return refuse(ret_error, "kill_on_hangup: only with tty or stdin (nothing can hang up)");
         if (s->checkout && s->bundle)
                 return refuse(ret_error, "bundle: not together with checkout (the bundle is the checkout)");
         r = check_home_templates(s, ret_error);

@@ -41,6 +41,9 @@ typedef struct JobSpec {
         HomeFile *home_files;     /* small text files for a confined job's $HOME (home.h), placeholders
                                    * checked against credentials here and rendered by the supervisor */
         size_t n_home_files;
+        bool tty;                 /* the payload's stdio is a pseudo-terminal relayed to the caller (console.h) */
+        bool stdin_open;          /* "stdin": the caller's stdin reaches the payload (a pipe, or the tty) */
+        bool kill_on_hangup;      /* an attached caller that goes away without detaching cancels the job */
 } JobSpec;
 
 #define JOB_SPEC_TENANT_MAX 128

@@ -111,6 +111,21 @@ static json_object *build(bool confined, FsPosture fs, NetPosture net, bool ws_r
         return c;
 }
 
+/* A tty job's terminal is the runtime's to allocate (process.terminal); nothing else of the posture moves. */
+TEST(tty_job_asks_for_a_terminal) {
+        _cleanup_json_ json_object *sc = seccomp_policy(), *c = NULL;
+        ResolvedPolicy r = policy(true, FS_OVERLAY, NET_ALLOWLIST);
+        JobSpec s = spec();
+        OciPaths p = paths(false, NULL);
+
+        s.tty = true;
+        ASSERT_OK(oci_config_build(&r, &s, sc, &p, &c));
+        ASSERT_TRUE(json_object_get_boolean(jpath(c, "process.terminal")));
+        ASSERT_TRUE(json_object_get_boolean(jpath(c, "process.noNewPrivileges")));
+        ASSERT_EQ(1000, json_object_get_int(jpath(c, "process.user.uid")));
+        ASSERT_TRUE(jpath(c, "linux.seccomp") != NULL);
+}
+
 TEST(process_has_no_privileges) {
         _cleanup_json_ json_object *c = build(true, FS_OVERLAY, NET_ALLOWLIST, false, NULL);
         static const char *const sets[] = { "bounding", "effective", "inheritable", "permitted", "ambient" };

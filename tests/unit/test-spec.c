@@ -408,6 +408,23 @@ TEST(limits_bounds_accepted) {
         ASSERT_EQ(1, s->limits.artifact_files);
 }
 
+TEST(interactive) {
+        static const BadCase cases[] = {
+                { WITH("\"tty\":1"), 0, "tty: must be a boolean" },
+                { WITH("\"stdin\":\"yes\""), 0, "stdin: must be a boolean" },
+                { WITH("\"kill_on_hangup\":true"), 0, "kill_on_hangup: only with tty or stdin" },
+                { WITH("\"tty\":false,\"kill_on_hangup\":true"), 0, "kill_on_hangup: only with tty or stdin" },
+        };
+        static const char json[] = WITH("\"tty\":true,\"stdin\":true,\"kill_on_hangup\":true");
+        _cleanup_(job_spec_freep) JobSpec *s = NULL, *d = NULL;
+
+        CHECK_TABLE(cases);
+        ASSERT_OK(job_spec_parse(json, strlen(json), &s, NULL));
+        ASSERT_TRUE(s->tty && s->stdin_open && s->kill_on_hangup);
+        ASSERT_OK(job_spec_parse("{" BASE "}", strlen("{" BASE "}"), &d, NULL));
+        ASSERT_FALSE(d->tty || d->stdin_open || d->kill_on_hangup);
+}
+
 TEST(outputs) {
         static const BadCase cases[] = {
                 { WITH("\"outputs\":[\"/abs\"]"), 0, "outputs[0]: must be a relative path" },

@@ -32,8 +32,19 @@ static int runc_check(char **ret_reason) {
 }
 
 static int runc_create_argv(const RuntimeJob *j, char ***ret) {
+        if (j->console_socket)
+                return strv_build(ret, POND_RUNC, "--root", j->state_root, "--log", j->log_file, "create",
+                                  "--bundle", j->bundle, "--pid-file", j->pid_file, "--console-socket",
+                                  j->console_socket, j->container_id, NULL);
         return strv_build(ret, POND_RUNC, "--root", j->state_root, "--log", j->log_file, "create",
                           "--bundle", j->bundle, "--pid-file", j->pid_file, j->container_id, NULL);
+}
+
+/* runc applies the container's seccomp filter, cgroups and namespaces to an exec; the process file says
+ * the rest (user, capabilities, no_new_privs, cwd, env). */
+static int runc_exec_argv(const RuntimeJob *j, const char *process_file, char ***ret) {
+        return strv_build(ret, POND_RUNC, "--root", j->state_root, "--log", j->log_file, "exec", "--process",
+                          process_file, j->container_id, NULL);
 }
 
 static int runc_start_argv(const RuntimeJob *j, char ***ret) {
@@ -53,5 +64,7 @@ const RuntimeProvider runtime_runc = {
         .create_argv = runc_create_argv,
         .start_argv = runc_start_argv,
         .delete_argv = runc_delete_argv,
+        .exec_argv = runc_exec_argv,
+        .exec_keeps_seccomp = true,
         .has_state = runtime_state_dir_exists,
 };

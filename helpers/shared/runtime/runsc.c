@@ -230,6 +230,12 @@ static int runsc_create_argv(const RuntimeJob *j, char ***ret) {
                 return r;
         if (asprintf(&panic, "--panic-log=%s", j->panic_log ?: "/dev/null") < 0)
                 return -ENOMEM;
+        if (j->console_socket)
+                return strv_build(ret, RUNSC, "--root", j->state_root, "--log", j->log_file, panic, "--platform",
+                                  platform, runsc_network(j), "--oci-seccomp", debug_flag(dbg, sizeof dbg),
+                                  getenv("POND_RUNSC_DEBUG_LOG") ? "--debug" : "--debug=false", "create",
+                                  "--bundle", j->bundle, "--pid-file", j->pid_file, "--console-socket",
+                                  j->console_socket, j->container_id, NULL);
         return strv_build(ret, RUNSC, "--root", j->state_root, "--log", j->log_file, panic, "--platform", platform,
                           runsc_network(j), "--oci-seccomp", debug_flag(dbg, sizeof dbg),
                           getenv("POND_RUNSC_DEBUG_LOG") ? "--debug" : "--debug=false", "create", "--bundle",
@@ -246,6 +252,18 @@ static int runsc_start_argv(const RuntimeJob *j, char ***ret) {
                 return r;
         return strv_build(ret, RUNSC, "--root", j->state_root, "--log", j->log_file, "--platform", platform,
                           runsc_network(j), "--oci-seccomp", "start", j->container_id, NULL);
+}
+
+/* The same global flags again (see start); the process file gives user, capabilities, cwd and env. */
+static int runsc_exec_argv(const RuntimeJob *j, const char *process_file, char ***ret) {
+        const char *platform;
+        int r = runsc_platform(&platform);
+
+        if (r < 0)
+                return r;
+        return strv_build(ret, RUNSC, "--root", j->state_root, "--log", j->log_file, "--platform", platform,
+                          runsc_network(j), "--oci-seccomp", "exec", "--process", process_file, j->container_id,
+                          NULL);
 }
 
 static int runsc_delete_argv(const RuntimeJob *j, char ***ret) {
@@ -354,6 +372,7 @@ const RuntimeProvider runtime_runsc = {
         .create_argv = runsc_create_argv,
         .start_argv = runsc_start_argv,
         .delete_argv = runsc_delete_argv,
+        .exec_argv = runsc_exec_argv,
         .has_state = runsc_has_state,
         .forget = runsc_forget,
         .init_failed = runsc_init_failed,

@@ -24,6 +24,7 @@ typedef struct RuntimeJob {
         const char *panic_log;    /* where a runtime that can (runsc) writes its own crash report, or NULL */
         bool host_network;        /* profile none: the host's network */
         const char *netns;        /* a network namespace prepared by the supervisor, or NULL: none at all */
+        const char *console_socket; /* a tty job (process.terminal): where create hands over the pty master */
 } RuntimeJob;
 
 /* What a provider's trivial container showed (pondctl probe). */
@@ -52,6 +53,12 @@ typedef struct RuntimeProvider {
         int (*create_argv)(const RuntimeJob *j, char ***ret);
         int (*start_argv)(const RuntimeJob *j, char ***ret);
         int (*delete_argv)(const RuntimeJob *j, char ***ret);
+        /* Optional: argv of an exec into the running container of the process described by process_file (an
+         * OCI process object: the job's own, its args replaced). NULL: the backend cannot exec. */
+        int (*exec_argv)(const RuntimeJob *j, const char *process_file, char ***ret);
+        /* Its exec applies the container's seccomp filter to the new process (runc does; runsc installs the
+         * OCI filter on the container's first process only, so a confined job's exec is refused there). */
+        bool exec_keeps_seccomp;
         /* Whether the runtime holds state for the container (then delete must run). */
         bool (*has_state)(const RuntimeJob *j);
         /* Optional: removes what delete leaves when the sandbox died first (runsc's lock file). */

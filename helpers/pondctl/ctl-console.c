@@ -1,0 +1,372 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ctl-console.c: the caller's end of a job's console socket (console.h; docs/job-spec.md, "Interactive
+ * jobs"): `pondctl run -t/-i` after the submission, `pondctl attach ID` and `pondctl exec ID -- CMD`. A tty
+ * job's output comes through the socket, the caller's terminal in raw mode, its size sent at the start and
+ * on every SIGWINCH; Ctrl-] detaches (the job runs on). A stdin job's output is its log, as for any job:
+ * only stdin goes through the socket. */
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <time.h>
+
+#include "console.h"
+#include "ctl.h"
+#include "log.h"
+#include "process-util.h"
+
+/* Ctrl-]: the byte that detaches a tty caller (as telnet's escape). */
+#define CTL_DETACH_BYTE 0x1d
+#define CTL_CONNECT_TICK_USEC (20ULL * 1000)
+
+static volatile sig_atomic_t winch, quit;
+
+static void on_winch(int sig) {
+        winch = 1;
+}
+
+static void on_quit(int sig) {
+        quit = 1;
+}
+
+static int write_all_fd(int fd, const char *p, size_t n) {
+        while (n > 0) {
+                ssize_t k = write(fd, p, n);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return -errno;
+                p += k;
+                n -= (size_t) k;
+        }
+        return 0;
+}
+
+static void send_winsize(int sock) {
+        struct winsize ws;
+
+        if (ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) < 0 || ws.ws_row == 0)
+                return;
+        (void) console_send(sock, CONSOLE_WINSIZE, &(ConsoleWinsize) { ws.ws_row, ws.ws_col },
+                            sizeof(ConsoleWinsize), false);
+}
+
+/* Connects to the job's console, waiting while the job is being set up (the socket exists while the payload
+ * runs). 0 and the fd; -ESRCH when the job has ended (or never got to run); other errors as they are. */
+static int connect_wait(sd_bus *bus, const JobPaths *paths, const char *job_id, bool wait, int *ret_fd) {
+        _cleanup_free_ char *unit = NULL, *result = NULL;
+
+        if (unit_name(UNIT_JOB_SERVICE, job_id, &unit) < 0 || asprintf(&result, "%s/%s", paths->results, job_id) < 0)
+                return -ENOMEM;
+        for (;;) {
+                _cleanup_(ctl_unit_state_done) CtlUnitState st = {};
+                int r = console_connect(paths->console, ret_fd);
+
+                if (r >= 0 || (r != -ENOENT && r != -ECONNREFUSED))
+                        return r;
+                if (!wait || access(result, F_OK) >= 0)
+                        return -ESRCH;
+                if (bus && ctl_unit_get_state(bus, unit, false, &st) >= 0 && !ctl_unit_state_is_running(&st))
+                        return -ESRCH;
+                (void) nanosleep(&(struct timespec) { 0, CTL_CONNECT_TICK_USEC * 1000 }, NULL);
+        }
+}
+
+/* ATTACH, and the supervisor's answer: 't' or 'i', or < 0 having said why. */
+static int attach_request(int sock, const char *job_id) {
+        char buf[CONSOLE_PACKET_MAX + 1]; /* + 1: room for a NUL after the longest packet */
+        ssize_t n;
+        int r = console_send(sock, CONSOLE_ATTACH, NULL, 0, false);
+
+        if (r < 0)
+                return log_error_errno(r, "Cannot attach to job %s: %m", job_id);
+        do
+                n = recv(sock, buf, sizeof buf - 1, 0);
+        while (n < 0 && errno == EINTR);
+        if (n > 1 && buf[0] == CONSOLE_MODE && (buf[1] == 't' || buf[1] == 'i'))
+                return buf[1];
+        if (n > 0 && buf[0] == CONSOLE_ERROR) {
+                buf[n] = 0;
+                return log_error_errno(EPERM, "Cannot attach to job %s: %s", job_id, buf + 1);
+        }
+        if (n <= 0)
+                return -ESRCH; /* the job ended as we attached */
+        return log_error_errno(EPROTO, "Cannot attach to job %s: not a console's answer.", job_id);
+}
+
+/* A tty job: the caller's terminal raw, input and size to the job, the job's output to stdout. 1 if the
+ * caller detached, 2 if pondctl was told to stop (SIGTERM, SIGHUP, SIGINT: a hangup to the job, and the
+ * terminal restored), 0 when the job's end closed the socket. */
+static int relay_tty(int sock) {
+        static const int quit_signals[] = { SIGTERM, SIGHUP, SIGINT };
+        struct sigaction sa = { .sa_handler = on_winch }, sq = { .sa_handler = on_quit }, old, old_quit[3];
+        struct termios saved, raw;
+        bool is_tty = isatty(STDIN_FILENO), stdin_open = true;
+        char buf[CONSOLE_PACKET_MAX];
+        int ret = 0;
+
+        if (is_tty && tcgetattr(STDIN_FILENO, &saved) >= 0) {
+                raw = saved;
+                cfmakeraw(&raw);
+                (void) tcsetattr(STDIN_FILENO, TCSANOW, &raw);
+        } else
+                is_tty = false;
+        sigemptyset(&sa.sa_mask);
+        sigemptyset(&sq.sa_mask);
+        (void) sigaction(SIGWINCH, &sa, &old);
+        quit = 0;
+        for (size_t i = 0; i < ELEMENTSOF(quit_signals); i++)
+                (void) sigaction(quit_signals[i], &sq, &old_quit[i]);
+        send_winsize(sock);
+        for (;;) {
+                struct pollfd p[2] = { { .fd = sock, .events = POLLIN },
+                                       { .fd = stdin_open ? STDIN_FILENO : -1, .events = POLLIN } };
+                ssize_t n;
+
+                if (winch) {
+                        winch = 0;
+                        send_winsize(sock);
+                }
+                if (quit) {
+                        ret = 2;
+                        break;
+                }
+                if (poll(p, 2, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        break;
+                }
+                /* a resize signalled while poll() returned goes before the input typed after it */
+                if (winch) {
+                        winch = 0;
+                        send_winsize(sock);
+                }
+                if (p[0].revents) {
+                        n = recv(sock, buf, sizeof buf, MSG_DONTWAIT);
+                        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                                continue;
+                        if (n <= 0)
+                                break; /* the job ended */
+                        if (buf[0] == CONSOLE_STDOUT && write_all_fd(STDOUT_FILENO, buf + 1, (size_t) n - 1) < 0)
+                                break;
+                }
+                if (p[1].revents) {
+                        char *d;
+
+                        n = read(STDIN_FILENO, buf, CONSOLE_DATA_MAX);
+                        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                                continue;
+                        if (n <= 0) {
+                                stdin_open = false; /* the job goes on; its output still comes */
+                                (void) console_send(sock, CONSOLE_EOF, NULL, 0, false);
+                                continue;
+                        }
+                        d = memchr(buf, CTL_DETACH_BYTE, (size_t) n);
+                        if (d)
+                                n = d - buf;
+                        if (n > 0 && console_send(sock, CONSOLE_INPUT, buf, (size_t) n, false) < 0)
+                                break;
+                        if (d) {
+                                (void) console_send(sock, CONSOLE_DETACH, NULL, 0, false);
+                                ret = 1;
+                                break;
+                        }
+                }
+        }
+        (void) sigaction(SIGWINCH, &old, NULL);
+        for (size_t i = 0; i < ELEMENTSOF(quit_signals); i++)
+                (void) sigaction(quit_signals[i], &old_quit[i], NULL);
+        if (is_tty)
+                (void) tcsetattr(STDIN_FILENO, TCSANOW, &saved);
+        return ret;
+}
+
+/* A stdin job: stdin to the job until its end (then EOF), in a child while the parent follows the log; the
+ * job's end (the socket hung up) ends it too, also while stdin has nothing to say. */
+static int pump_stdin(int sock) {
+        char buf[CONSOLE_DATA_MAX];
+
+        for (;;) {
+                struct pollfd p[2] = { { .fd = STDIN_FILENO, .events = POLLIN }, { .fd = sock, .events = POLLRDHUP } };
+                ssize_t n;
+
+                if (poll(p, 2, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (p[1].revents)
+                        return 0;
+                n = read(STDIN_FILENO, buf, sizeof buf);
+                if (n < 0 && (errno == EINTR || errno == EAGAIN))
+                        continue;
+                if (n <= 0)
+                        return console_send(sock, CONSOLE_EOF, NULL, 0, false);
+                if (console_send(sock, CONSOLE_INPUT, buf, (size_t) n, false) < 0)
+                        return -EPIPE;
+        }
+}
+
+static int fork_pump(int sock, PidRef *ret) {
+        int r = safe_fork_full("(pondctl-stdin)", NULL, &sock, 1, FORK_RESET_SIGNALS | FORK_DEATHSIG, ret);
+
+        if (r == 0)
+                _exit(pump_stdin(sock) < 0 ? 1 : 0);
+        return r < 0 ? r : 0;
+}
+
+int ctl_console_session(CtlConsole *c) {
+        _cleanup_close_ int sock = -EBADF;
+        int mode, r;
+
+        c->detached = false;
+        r = connect_wait(c->bus, c->paths, c->job_id, c->wait, &sock);
+        if (r == -ESRCH) {
+                if (!c->wait)
+                        log_error("Job %s is not running: nothing to attach to.", c->job_id);
+                return r;
+        }
+        if (r < 0)
+                return log_error_errno(r, "Cannot connect to the console of job %s: %m", c->job_id);
+        mode = attach_request(sock, c->job_id);
+        if (mode == -ESRCH && !c->wait)
+                log_error("Job %s ended as it was attached to.", c->job_id);
+        if (mode < 0)
+                return mode;
+        c->tty = mode == 't';
+        if (c->tty) {
+                r = relay_tty(sock);
+                c->detached = r > 0;
+                c->hung_up = r == 2;
+                return 0;
+        }
+        r = fork_pump(sock, &c->pump);
+        if (r < 0)
+                return log_error_errno(r, "Cannot fork the stdin relay: %m");
+        return 0;
+}
+
+void ctl_console_done(CtlConsole *c) {
+        sigkill_wait(&c->pump);
+}
+
+int ctl_verb_attach(int argc, char *argv[]) {
+        _cleanup_(ctl_console_done) CtlConsole c = { .pump = PIDREF_NULL };
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(job_paths_done) JobPaths paths = {};
+        uint8_t pk[KEY_SIGN_PUBLIC_SIZE];
+        const char *id;
+        siginfo_t si;
+        int r;
+
+        if (ctl_job_id_arg(argc, argv, 1, &id) < 0)
+                return CTL_EXIT_USAGE;
+        if (job_paths_init(&paths, id) < 0)
+                return ctl_fail(CTL_EXIT_FAILED, "Out of memory.");
+        if (!ctl_job_known(&paths, id))
+                return ctl_fail(CTL_EXIT_NOT_FOUND, "No job %s.", id);
+        if (ctl_load_public_key(NULL, pk) < 0)
+                return CTL_EXIT_UNVERIFIED;
+        (void) ctl_bus_open(&bus);
+        c = (CtlConsole) { .bus = bus, .paths = &paths, .job_id = id, .pump = PIDREF_NULL };
+        r = ctl_console_session(&c);
+        if (r < 0)
+                return CTL_EXIT_ERROR;
+        if (c.detached) {
+                log_info("%s job %s; it runs on%s (pondctl attach %s).", c.hung_up ? "Hung up on" : "Detached from",
+                         id, c.hung_up ? " unless it asked for kill_on_hangup" : "", id);
+                return CTL_EXIT_OK;
+        }
+        if (!c.tty) {
+                /* stdin only: until the caller's stdin ends; the output is the job's log (pondctl logs -f) */
+                r = pidref_wait(&c.pump, USEC_INFINITY, &si);
+                return r < 0 || !siginfo_exited_ok(&si) ? CTL_EXIT_ERROR : CTL_EXIT_OK;
+        }
+        return ctl_wait(&(CtlWait) { .bus = bus, .job_id = id, .paths = &paths, .pk = pk, .quiet = true });
+}
+
+static const char *state_of(const JobPaths *paths, const char *id, sd_bus *bus, char **buf) {
+        _cleanup_json_ json_object *result = NULL;
+        _cleanup_(ctl_unit_state_done) CtlUnitState st = {};
+        _cleanup_free_ char *unit = NULL;
+
+        (void) ctl_result_peek(paths, id, &result);
+        if (!result && bus && unit_name(UNIT_JOB_SERVICE, id, &unit) >= 0)
+                (void) ctl_unit_get_state(bus, unit, false, &st);
+        *buf = strdup(ctl_job_state(result, bus ? &st : NULL));
+        return *buf ?: "unknown";
+}
+
+/* The exec's output as it comes, then its status: the verb's exit status. */
+static int exec_relay(int sock, const char *id) {
+        char buf[CONSOLE_PACKET_MAX + 1]; /* + 1: room for a NUL after the longest packet */
+
+        for (;;) {
+                ssize_t n = recv(sock, buf, sizeof buf - 1, 0);
+                int32_t status;
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return ctl_fail(CTL_EXIT_FAILED, "Job %s ended during the exec: no exit status.", id);
+                switch (buf[0]) {
+                case CONSOLE_STDOUT:
+                        (void) write_all_fd(STDOUT_FILENO, buf + 1, (size_t) n - 1);
+                        break;
+                case CONSOLE_STDERR:
+                        (void) write_all_fd(STDERR_FILENO, buf + 1, (size_t) n - 1);
+                        break;
+                case CONSOLE_EXIT:
+                        if (n - 1 != sizeof status)
+                                return CTL_EXIT_FAILED;
+                        memcpy(&status, buf + 1, sizeof status);
+                        return status & 0xff;
+                case CONSOLE_ERROR:
+                        buf[n] = 0;
+                        return ctl_fail(CTL_EXIT_REFUSED, "Exec refused: %s", buf + 1);
+                default:
+                        break;
+                }
+        }
+}
+
+int ctl_verb_exec(int argc, char *argv[]) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(job_paths_done) JobPaths paths = {};
+        _cleanup_free_ char *packed = NULL, *state = NULL;
+        _cleanup_close_ int sock = -EBADF;
+        const char *id;
+        size_t len;
+        int r;
+
+        /* pondctl exec ID -- CMD...: the "--" is required (CMD may have options of its own) */
+        if (argc < 4 || !streq(argv[2], "--"))
+                return ctl_fail(CTL_EXIT_USAGE, "Usage: pondctl exec ID -- CMD [ARGS...]");
+        if (ctl_job_id_arg(2, argv, 1, &id) < 0)
+                return CTL_EXIT_USAGE;
+        if (job_paths_init(&paths, id) < 0)
+                return ctl_fail(CTL_EXIT_FAILED, "Out of memory.");
+        if (!ctl_job_known(&paths, id))
+                return ctl_fail(CTL_EXIT_NOT_FOUND, "No job %s.", id);
+        r = console_pack_argv(argv + 3, &packed, &len);
+        if (r < 0)
+                return ctl_fail_errno(CTL_EXIT_USAGE, r, "The command is too long or empty: %m");
+        r = console_connect(paths.console, &sock);
+        if (r == -ENOENT || r == -ECONNREFUSED) {
+                (void) ctl_bus_open(&bus);
+                return ctl_fail(CTL_EXIT_REFUSED, "Job %s is not running (%s): exec refused.", id,
+                                state_of(&paths, id, bus, &state));
+        }
+        if (r < 0)
+                return ctl_fail_errno(CTL_EXIT_ERROR, r, "Cannot connect to the console of job %s: %m", id);
+        r = console_send(sock, CONSOLE_EXEC, packed, len, false);
+        if (r < 0)
+                return ctl_fail_errno(CTL_EXIT_ERROR, r, "Cannot ask job %s for the exec: %m", id);
+        (void) signal(SIGPIPE, SIG_IGN);
+        return exec_relay(sock, id);
+}
