@@ -11,8 +11,6 @@
 #include "log.h"
 #include "string-util.h"
 
-#define SPEC_MAX (1024 * 1024)
-
 static int read_spec(Job *j) {
         _cleanup_free_ char *path = NULL, *err = NULL;
         JobInput *in = &j->input;
@@ -22,12 +20,9 @@ static int read_spec(Job *j) {
                 return -ENOMEM;
         if (access(path, F_OK) == 0)
                 return job_fail(j, -EEXIST, "job_id: a result for this id exists already (ids are never reused)");
-        free(path);
-        if (asprintf(&path, "%s/job.json", j->paths.spool) < 0)
-                return -ENOMEM;
-        r = read_full_file(path, SPEC_MAX, &in->spec_buf, &in->spec_len);
+        r = job_accept_intake(j);
         if (r < 0)
-                return job_fail(j, -EINVAL, "cannot read the job spec %s: %s", path, strerror(-r));
+                return r;
         r = job_spec_parse(in->spec_buf, in->spec_len, &in->spec, &err);
         if (r < 0)
                 return job_fail(j, -EINVAL, "%s", err ?: "invalid job spec");
@@ -73,6 +68,9 @@ static int resolve(Job *j) {
         if (r < 0)
                 return job_fail(j, -EINVAL, "%s", err ?: "cannot resolve the policy");
         j->audit.profile = in->resolved->profile;
+        r = job_accept_submitter_profile(j);
+        if (r < 0)
+                return r;
         j->audit.backend = in->resolved->backend;
         in->provider = runtime_provider_find(in->resolved->backend);
         if (!in->provider)

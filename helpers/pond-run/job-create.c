@@ -21,10 +21,11 @@ static int open_output(Job *j) {
         JobRuntime *rt = &j->runtime;
         int r;
 
-        if (mkdir(j->paths.log, 0750) < 0 && errno != EEXIST)
+        if (mkdir(j->paths.log, 0755) < 0 && errno != EEXIST)
                 return log_error_errno(errno, "Cannot create %s: %m", j->paths.log);
         log_dfd = open(j->paths.log, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (log_dfd < 0)
+        /* 0755 whatever the umask: the spool entry above it is what keeps others out. */
+        if (log_dfd < 0 || fchmod(log_dfd, 0755) < 0)
                 return -errno;
         r = output_log_open(log_dfd, j->paths.id, j->input.spec->limits.output_bytes, true, &rt->log);
         if (r < 0)
