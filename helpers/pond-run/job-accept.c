@@ -2,6 +2,7 @@
 /* job-accept.c: step 1 of the design: read the spec as issued, parse it strictly, resolve the policy, find
  * the backend, open a bundle's source, check the sidecars' configurations, look up a directory image. Every
  * failure here is a refusal with a reason, and nothing has run. */
+#include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include "dirs.h"
 #include "job.h"
 #include "log.h"
+#include "ns-open.h"
 #include "string-util.h"
 
 static int read_spec(Job *j) {
@@ -94,6 +96,25 @@ static int image_allowed(Job *j) {
                         res->image, l->digest ? " = " : "", l->digest ?: "", res->profile);
 }
 
+/* A member's checkout is their own directory: refused here with the reason, and checked again on the tree
+ * staging actually mounts (stage_setup_owned()), since the path may change in between. */
+static int checkout_owned(Job *j) {
+        const JobSpec *spec = j->input.spec;
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *err = NULL;
+        int r;
+
+        if (!spec->checkout || spec->bundle || !j->input.have_submitter || j->input.submitter.uid == 0)
+                return 0;
+        r = ns_open(NS_MANAGER_MNT, spec->checkout, O_RDONLY | O_DIRECTORY, &fd);
+        if (r < 0)
+                return job_fail(j, r, "checkout: cannot open %s: %s", spec->checkout, strerror(-r));
+        r = job_check_submitter_owns(j, fd, spec->checkout, &err);
+        if (r < 0)
+                return job_fail(j, r, "checkout: %s", err ?: strerror(-r));
+        return 0;
+}
+
 int job_accept(Job *j) {
         _cleanup_free_ char *err = NULL;
         const ResolvedPolicy *res;
@@ -102,6 +123,9 @@ int job_accept(Job *j) {
         r = read_spec(j);
         if (r >= 0)
                 r = resolve(j);
+        if (r < 0)
+                return r;
+        r = checkout_owned(j);
         if (r < 0)
                 return r;
         r = job_accept_bundle(j, &err);

@@ -45,7 +45,8 @@ int ctl_result_peek(const JobPaths *p, const char *job_id, json_object **ret) {
 bool ctl_job_known(const JobPaths *p, const char *job_id) {
         _cleanup_free_ char *result = NULL;
 
-        return access(p->spool, F_OK) >= 0 ||
+        /* A member's job is in the inbox until pond-run takes it into the spool. */
+        return access(p->spool, F_OK) >= 0 || access(p->inbox, F_OK) >= 0 ||
                (asprintf(&result, "%s/%s", p->results, job_id) >= 0 && access(result, F_OK) >= 0);
 }
 
