@@ -117,7 +117,8 @@ static int stage_overlay(const char *job_dir, const char *source_ns, const char 
 
 int stage_setup(const char *job_dir, const char *source_ns, const char *checkout, FsPosture fs, uint64_t scratch_bytes,
                 uid_t job_uid, gid_t job_gid, Stage *ret) {
-        return stage_setup_owned(job_dir, source_ns, checkout, STAGE_ANY_OWNER, fs, scratch_bytes, job_uid, job_gid, ret);
+        return stage_setup_owned(job_dir, source_ns, checkout, STAGE_ANY_OWNER, fs, scratch_bytes, job_uid, job_gid,
+                                 ret);
 }
 
 int stage_setup_owned(const char *job_dir, const char *source_ns, const char *checkout, uid_t owner, FsPosture fs,
