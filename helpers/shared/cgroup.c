@@ -26,16 +26,21 @@ static int read_counter(int dirfd, const char *file, const char *key, uint64_t *
         return -ENOENT;
 }
 
-/* v1 counts an OOM kill only in the memcg whose limit was hit: sum over the subtree. */
-static int sum_v1(int dirfd, int depth, uint64_t *sum) {
+/* The sum of KEY in FILE over the cgroup at dirfd and every cgroup below it; *found says whether any had the
+ * file. v1 counts an OOM kill only in the memcg whose limit was hit, and v2's memory.events.local only in
+ * the cgroup it happened in: a kill in the payload's cgroup (or one the runtime made below it) is the scope's
+ * too. */
+static int sum_tree(int dirfd, int depth, const char *file, const char *key, uint64_t *sum, bool *found) {
         _cleanup_closedir_ DIR *d = NULL;
         struct dirent *de;
         uint64_t v;
 
         if (depth > 32)
                 return -ELOOP;
-        if (read_counter(dirfd, "memory.oom_control", "oom_kill", &v) >= 0)
+        if (read_counter(dirfd, file, key, &v) >= 0) {
                 *sum += v;
+                *found = true;
+        }
         if (opendir_fd(dirfd, &d) < 0)
                 return 0; /* an unreadable child adds nothing */
         while ((de = readdir(d))) {
@@ -43,27 +48,31 @@ static int sum_v1(int dirfd, int depth, uint64_t *sum) {
                         continue;
                 _cleanup_close_ int c = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                 if (c >= 0)
-                        (void) sum_v1(c, depth + 1, sum);
+                        (void) sum_tree(c, depth + 1, file, key, sum, found);
         }
         return 0;
 }
 
-/* v1 memory where the layout has it; else (or where v1 has no memory hierarchy) the v2 hierarchy, whose
- * memory.events is hierarchical already. */
+/* v1 memory where the layout has it; else (or where v1 has no memory hierarchy) the v2 hierarchy. */
 int cgroup_oom_kills(const char *cgroup_path, uint64_t *ret) {
-        CgroupLayout layout = cgroup_layout_detect(CGROUP_ROOT);
+        return cgroup_oom_kills_at(CGROUP_ROOT, cgroup_layout_detect(CGROUP_ROOT), cgroup_path, ret);
+}
+
+int cgroup_oom_kills_at(const char *root, CgroupLayout layout, const char *cgroup_path, uint64_t *ret) {
         _cleanup_free_ char *v1 = NULL, *v2 = NULL;
         _cleanup_close_ int fd = -EBADF;
         uint64_t sum = 0;
         int r;
 
         if (cgroup_layout_has_v1(layout)) {
-                r = cgroup_v1_path(CGROUP_ROOT, "memory", cgroup_path, &v1);
+                r = cgroup_v1_path(root, "memory", cgroup_path, &v1);
                 if (r < 0)
                         return r;
                 fd = open(v1, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                 if (fd >= 0) {
-                        r = sum_v1(fd, 0, &sum);
+                        bool found = false;
+
+                        r = sum_tree(fd, 0, "memory.oom_control", "oom_kill", &sum, &found);
                         if (r < 0)
                                 return r;
                         *ret = sum;
@@ -72,13 +81,25 @@ int cgroup_oom_kills(const char *cgroup_path, uint64_t *ret) {
                 if (layout == CGROUP_LAYOUT_LEGACY)
                         return -errno;
         }
-        r = cgroup_v2_path(CGROUP_ROOT, layout, cgroup_path, &v2);
+        r = cgroup_v2_path(root, layout, cgroup_path, &v2);
         if (r < 0)
                 return r;
         fd = open(v2, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
-        return read_counter(fd, "memory.events", "oom_kill", ret);
+        /* memory.events.local summed over the subtree where the kernel has it (5.2 on): the same figure
+         * whatever the hierarchy's mount options (memory_localevents makes memory.events local too). Else
+         * memory.events, hierarchical by default. */
+        bool found = false;
+        r = sum_tree(fd, 0, "memory.events.local", "oom_kill", &sum, &found);
+        if (r < 0)
+                return r;
+        if (found) {
+                *ret = sum;
+                return 0;
+        }
+        r = read_counter(fd, "memory.events", "oom_kill", ret);
+        return r;
 }
 
 /* The runtime creates the payload's cgroup in every v1 hierarchy, also where systemd does not manage the

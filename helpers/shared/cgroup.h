@@ -7,9 +7,15 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* Number of OOM kills recorded for a cgroup (v1 memory.oom_control or v2 memory.events), summed over
- * the cgroup and its descendants, since v1 counts a kill only where the limit was hit. */
+#include "cgroup-util.h"
+
+/* Number of OOM kills recorded for a cgroup (v1 memory.oom_control or v2 memory.events.local), summed over
+ * the cgroup and its descendants, since each counts a kill only in one cgroup. */
 int cgroup_oom_kills(const char *cgroup_path, uint64_t *ret);
+/* The same below root in layout (tests give a directory of fixtures): v1 memory.oom_control summed over the
+ * subtree; v2 memory.events.local summed over the subtree, or the scope's memory.events on kernels without
+ * it (before 5.2). */
+int cgroup_oom_kills_at(const char *root, CgroupLayout layout, const char *cgroup_path, uint64_t *ret);
 
 /* Moves pid into the v1 memcg at cgroup_path (and no other hierarchy), so that the memcg and its oom_kill
  * count outlive the payload until pid is killed. -ENOENT without v1 memory. */
