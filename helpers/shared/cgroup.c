@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 
 #include "cgroup.h"
 #include "cgroup-util.h"
@@ -102,6 +103,26 @@ int cgroup_oom_kills_at(const char *root, CgroupLayout layout, const char *cgrou
         return r;
 }
 
+/* v2: the leaves pond made below the scope (cgroup.h), where systemd's own removal of the scope's subtree
+ * did not take them already. */
+static int remove_v2_leaves(const char *scope_cgroup) {
+        static const char *const leaves[] = { CGROUP_LEAF_RUNTIME, CGROUP_LEAF_PIN };
+        _cleanup_free_ char *dir = NULL;
+        int r = 0;
+
+        if (cgroup_v2_path(CGROUP_ROOT, CGROUP_LAYOUT_UNIFIED, scope_cgroup, &dir) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < ELEMENTSOF(leaves); i++) {
+                _cleanup_free_ char *leaf = NULL;
+
+                if (asprintf(&leaf, "%s/%s", dir, leaves[i]) < 0)
+                        return -ENOMEM;
+                if (rmdir(leaf) < 0 && errno != ENOENT && errno != ENOTDIR)
+                        r = log_debug_errno(errno, "Cannot remove %s: %m", leaf);
+        }
+        return r;
+}
+
 /* The runtime creates the payload's cgroup in every v1 hierarchy, also where systemd does not manage the
  * scope, and removes only the leaf: remove the empty directories left there (rmdir only: a non-empty
  * cgroup stays and is reported). A unified layout has no such hierarchies. */
@@ -110,7 +131,11 @@ int cgroup_remove_leftovers(const char *scope_cgroup) {
         struct dirent *de;
         int r = 0;
 
-        if (!cgroup_layout_has_v1(cgroup_layout_detect(CGROUP_ROOT)))
+        CgroupLayout layout = cgroup_layout_detect(CGROUP_ROOT);
+
+        if (layout == CGROUP_LAYOUT_UNIFIED)
+                return remove_v2_leaves(scope_cgroup);
+        if (!cgroup_layout_has_v1(layout))
                 return 0;
         d = opendir(CGROUP_ROOT);
         if (!d)
@@ -129,6 +154,38 @@ int cgroup_remove_leftovers(const char *scope_cgroup) {
                         r = log_debug_errno(errno, "Cannot remove %s: %m", scope);
         }
         return r;
+}
+
+int cgroup_v2_attach_leaf_at(const char *root, CgroupLayout layout, const char *scope_cgroup, const char *leaf,
+                             pid_t pid) {
+        _cleanup_free_ char *dir = NULL, *procs = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        char line[32];
+        int r;
+
+        if (layout != CGROUP_LAYOUT_UNIFIED)
+                return -ENOENT;
+        if (pid <= 0 || !leaf || strchr(leaf, '/') || leaf[0] == '.')
+                return -EINVAL;
+        r = cgroup_v2_path(root, layout, scope_cgroup, &dir);
+        if (r < 0)
+                return r;
+        if (asprintf(&procs, "%s/%s", dir, leaf) < 0)
+                return -ENOMEM;
+        if (mkdir(procs, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        free(procs);
+        if (asprintf(&procs, "%s/%s/cgroup.procs", dir, leaf) < 0)
+                return -ENOMEM;
+        fd = open(procs, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        snprintf(line, sizeof line, "%d", (int) pid);
+        return write_all(fd, line, strlen(line));
+}
+
+int cgroup_v2_attach_leaf(const char *scope_cgroup, const char *leaf, pid_t pid) {
+        return cgroup_v2_attach_leaf_at(CGROUP_ROOT, cgroup_layout_detect(CGROUP_ROOT), scope_cgroup, leaf, pid);
 }
 
 int cgroup_read_procs(const char *cgroup_path, pid_t *pids, size_t max, size_t *ret_n) {

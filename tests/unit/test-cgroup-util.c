@@ -165,4 +165,31 @@ TEST(oom_kills_missing) {
         ASSERT_OK(rmdir(root));
 }
 
+/* pond's leaves below the scope: only on a unified layout (elsewhere nothing is touched), made when missing,
+ * the pid written to their cgroup.procs; a leaf name is one component. */
+TEST(v2_leaf_attach) {
+        char root[] = "/tmp/pond-test-leaf.XXXXXX";
+        _cleanup_free_ char *leaf = NULL, *procs = NULL, *text = NULL;
+        struct stat st;
+
+        ASSERT_TRUE(mkdtemp(root) != NULL);
+        ASSERT_TRUE(asprintf(&leaf, "%s" CG "/" CGROUP_LEAF_PIN, root) > 0);
+        ASSERT_TRUE(asprintf(&procs, "%s/cgroup.procs", leaf) > 0);
+        put(root, CG, "cgroup.procs", "");
+        ASSERT_ERROR(ENOENT, cgroup_v2_attach_leaf_at(root, CGROUP_LAYOUT_HYBRID, CG, CGROUP_LEAF_PIN, 1234));
+        ASSERT_ERROR(ENOENT, cgroup_v2_attach_leaf_at(root, CGROUP_LAYOUT_LEGACY, CG, CGROUP_LEAF_PIN, 1234));
+        ASSERT_TRUE(stat(leaf, &st) < 0 && errno == ENOENT);
+        ASSERT_ERROR(EINVAL, cgroup_v2_attach_leaf_at(root, CGROUP_LAYOUT_UNIFIED, CG, "../x", 1234));
+        ASSERT_ERROR(EINVAL, cgroup_v2_attach_leaf_at(root, CGROUP_LAYOUT_UNIFIED, CG, CGROUP_LEAF_PIN, 0));
+        /* a plain directory has no cgroup.procs of its own: the kernel's would be there */
+        ASSERT_ERROR(ENOENT, cgroup_v2_attach_leaf_at(root, CGROUP_LAYOUT_UNIFIED, CG, CGROUP_LEAF_PIN, 1234));
+        ASSERT_OK(stat(leaf, &st));
+        ASSERT_TRUE(S_ISDIR(st.st_mode));
+        put(root, CG "/" CGROUP_LEAF_PIN, "cgroup.procs", "");
+        ASSERT_OK(cgroup_v2_attach_leaf_at(root, CGROUP_LAYOUT_UNIFIED, CG, CGROUP_LEAF_PIN, 1234));
+        ASSERT_OK(read_full_file(procs, 64, &text, NULL));
+        ASSERT_STREQ("1234", text);
+        ASSERT_OK(rm_rf_at(AT_FDCWD, root));
+}
+
 TEST_MAIN()
