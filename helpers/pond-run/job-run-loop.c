@@ -130,7 +130,7 @@ static int on_init_exit(sd_event_source *s, const siginfo_t *si, void *userdata)
         else
                 o->exit_signal = si->si_status;
         l->init_exited = true;
-        /* While the scope is surely there (cgroup v2 has no pin, job-create.c): the kill below may empty it. */
+        /* While the scope is surely there: on cgroup v2 the kill below reaches the pin too and may empty it. */
         job_read_oom_kills(l->job);
         job_usage_read(l->job);
         /* Before pond's own kill: whatever of the runtime is dead now was killed by someone else. */
