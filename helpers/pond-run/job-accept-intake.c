@@ -48,6 +48,8 @@ int job_check_submitter_owns(const Job *j, int fd, const char *what, char **ret_
         return -EPERM;
 }
 
+static int record_owner(Job *j);
+
 static int intake_spool(Job *j, const struct stat *st) {
         _cleanup_free_ char *path = NULL, *err = NULL;
         JobInput *in = &j->input;
@@ -65,6 +67,13 @@ static int intake_spool(Job *j, const struct stat *st) {
         r = read_full_file(path, SPEC_MAX, &in->spec_buf, &in->spec_len);
         if (r < 0)
                 return job_fail(j, -EINVAL, "cannot read the job spec %s: %s", path, strerror(-r));
+        /* Root's job has an owner record too: else the polkit rule would ask the inbox, where a member could
+         * put a file under this id and so be let stop root's job. An inbox file of that id is nobody's job. */
+        r = record_owner(j);
+        if (r < 0)
+                return job_fail(j, r, "cannot record the owner at %s: %s", j->paths.owner, strerror(-r));
+        if (unlink(j->paths.inbox) >= 0)
+                log_warning("Removed %s: job %s is root's, submitted through the spool.", j->paths.inbox, j->paths.id);
         return 0;
 }
 

@@ -99,6 +99,22 @@ t_fail "alice cannot cancel bob's job either" pond_as alice cancel "$b2"
 t_ok "control: root cancels bob's job" pond cancel "$b2"
 wait_gone "$b2" || true
 
+# --- root's job: a member's inbox file under its id does not make it theirs (the owner record says root)
+r1=$(new_id acc-r)
+# shellcheck disable=SC2016 # expanded by the box's sh
+in_box sh -c 'printf "{\"job_id\":\"%s\",\"tenant\":\"local\",\"command\":[\"sleep\",\"300\"],
+\"sandbox\":{\"profile\":\"untrusted-code-read\",\"backend\":\"%s\"}}\n" "$1" "$2" >"/root/$1.json"' sh "$r1" "$BACKEND"
+pond submit "/root/$r1.json" >/dev/null
+wait_running "$r1" || t_not_ok "root's long job is running" "it did not start within ~20 s"
+t_eq "root's job has an owner record naming root" root "$(in_box cat "$POND_STATE/owners/$r1")"
+# shellcheck disable=SC2016 # expanded by the box's sh
+as bob sh -c 'echo "{}" >"$1"' sh "$POND_STATE/inbox/$r1.json"
+t_fail "bob cannot stop root's job by putting an inbox file under its id" as bob systemctl stop "pond-job@$r1.service"
+t_eq "root's job still runs" active "$(in_box systemctl is-active "pond-job@$r1.service")"
+t_ok "control: root cancels its own job" pond cancel "$r1"
+wait_gone "$r1" || true
+in_box rm -f "$POND_STATE/inbox/$r1.json"
+
 # --- mallory, not in the group: refused at submit, and no job unit for her
 m1=$(new_id acc-m)
 OUT=$(pond_as mallory run --quiet --job-id "$m1" --backend "$BACKEND" --profile untrusted-code-read \
@@ -159,5 +175,5 @@ t_ok "control: with the key root's and 0600 again, a job completes" \
 t_eq "the key directory and public key are world-readable, the secret is not" "755 644 600" \
         "$(in_box stat -c %a /etc/pond/keys /etc/pond/keys/sign.pub "$KEY" | tr '\n' ' ' | sed 's/ $//')"
 
-for id in "$a1" "$a2" "$b1" "$a3" "$a4"; do t_clean "nothing of $id is left" "$id"; done
+for id in "$a1" "$a2" "$b1" "$a3" "$a4" "$r1"; do t_clean "nothing of $id is left" "$id"; done
 done_testing
