@@ -75,6 +75,11 @@ b1=$(new_id acc-b)
 t_ok "control: bob runs and reads a job of his own" pond_as bob run --quiet --job-id "$b1" --backend "$BACKEND" \
         --profile untrusted-code-read --checkout /home/bob/co -- cat /workspace/f
 
+OUT=$(pond_as alice list 2>&1)
+t_like "alice's list has her job" "^$a1 completed" "$OUT"
+t_eq "alice's list has none of bob's" "" "$(grep -F "$b1" <<<"$OUT")"
+t_like "bob's list has his own job" "^$b1 completed" "$(pond_as bob list 2>&1)"
+
 # --- cancelling: bob cannot stop alice's running job, alice can
 a2=$(new_id acc-a)
 spec_as alice "$a2" "echo running; sleep 300"
