@@ -82,15 +82,17 @@ static int record_owner(Job *j) {
         _cleanup_free_ char *dir = strdup(j->paths.owner), *line = NULL;
         _cleanup_close_ int fd = -EBADF;
         char *slash;
-        int r;
 
         if (!dir || asprintf(&line, "%s\n", j->input.submitter.user) < 0)
                 return -ENOMEM;
         slash = strrchr(dir, '/');
         *slash = 0;
-        r = mkdir_p(dir, 0755);
-        if (r < 0)
-                return r;
+        /* tmpfiles makes it; made here, it is 0755 whatever the umask: polkitd reads it. */
+        if (mkdir(dir, 0755) >= 0) {
+                if (chmod(dir, 0755) < 0)
+                        return -errno;
+        } else if (errno != EEXIST)
+                return -errno;
         fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
         if (fd < 0)
                 return -errno;
