@@ -9,6 +9,7 @@
 #include "fileio.h"
 #include "dirs.h"
 #include "job.h"
+#include "keys.h"
 #include "log.h"
 #include "ns-open.h"
 #include "string-util.h"
@@ -134,6 +135,11 @@ int job_accept(Job *j) {
         r = job_sidecars_configure(j, &err);
         if (r < 0)
                 return job_fail(j, r, "%s", err ?: "sidecar configuration: refused");
+        /* The broker gets the worker's sealing key as a credential (a 0400 copy): its source is checked
+         * here, as the signing key's is, so that a key others may read opens no job's credentials. */
+        if (j->sidecars[POND_SIDECAR_BROKER].config && job_check_key_source(KEY_SEAL_SECRET_FILE) < 0)
+                return job_fail(j, -EPERM, "credentials: the worker's sealing key is refused: it must be root's and "
+                                "0600 or stricter (docs/operations.md, \"Keys\")");
         r = job_home_accept(j, &err);
         if (r < 0)
                 return job_fail(j, r, "%s", err ?: "home_files: refused");

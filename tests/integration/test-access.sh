@@ -17,8 +17,8 @@ TARGET=pond-test-access-target.service
 # the key's mode and owner back, the test unit gone, then lib.sh's own exit handler, with the script's status
 restore() {
         # shellcheck disable=SC2016 # expanded by the box's sh
-        in_box sh -c 'chown root:root "$1" && chmod 0600 "$1"; rm -f "/etc/systemd/system/$2"; systemctl daemon-reload' \
-                sh "$KEY" "$TARGET"
+        in_box sh -c 'chown root:root "$1" "$3" && chmod 0600 "$1" "$3"; rm -f "/etc/systemd/system/$2";
+                systemctl daemon-reload' sh "$KEY" "$TARGET" /etc/pond/keys/seal.key
 }
 trap 'rc=$?; restore; (exit "$rc"); _t_atexit' EXIT
 
@@ -174,6 +174,29 @@ for bad in "chmod 0644" "chown alice"; do
         # shellcheck disable=SC2016 # expanded by the box's sh
         in_box sh -c 'chown root:root "$1" && chmod 0600 "$1"' sh "$KEY"
 done
+# The sealing key, which the broker gets as a credential: a job with credentials is refused with the reason.
+SEAL=/etc/pond/keys/seal.key
+for mode in 0644 0600; do
+        k=$(new_id acc-s)
+        # shellcheck disable=SC2016 # expanded by the box's sh
+        sealed=$(in_box sh -c 'printf %s sk-test | "$1" seal --to /etc/pond/keys/seal.pub --job-id "$2"' sh "$PONDCTL" "$k")
+        # shellcheck disable=SC2016 # expanded by the box's sh
+        in_box sh -c 'chmod "$2" "$1" && printf "%s\n" "$3" >/root/$4.json' sh "$SEAL" "$mode" \
+                "{\"job_id\":\"$k\",\"tenant\":\"t\",\"command\":[\"true\"],\"limits\":{\"max_cost_cents\":1},
+\"sandbox\":{\"profile\":\"untrusted-code-write\",\"backend\":\"$BACKEND\"},
+\"credentials\":[{\"name\":\"anthropic\",\"upstream\":\"https://allowed.test:9443\",
+\"inject\":{\"header\":\"x-api-key\",\"format\":\"{key}\"},\"allow\":[\"GET /v1/models\"],
+\"env\":{\"key\":\"ANTHROPIC_API_KEY\",\"base_url\":\"ANTHROPIC_BASE_URL\"},\"sealed\":\"$sealed\"}]}" "$k"
+        pond run --quiet --spec "/root/$k.json" >/dev/null 2>&1
+        if [ "$mode" = 0644 ]; then
+                t_like "a world-readable seal.key refuses a job with credentials" "sealing key is refused" \
+                        "$(result_field "$k" 'r["status"] + ": " + r["reason"]')"
+        else
+                t_eq "control: with seal.key 0600 the same job is not refused for the key" "" \
+                        "$(result_field "$k" 'r["reason"] or ""' | grep "sealing key")"
+        fi
+done
+
 k=$(new_id acc-k)
 t_ok "control: with the key root's and 0600 again, a job completes" \
         pond run --quiet --job-id "$k" --backend "$BACKEND" --profile untrusted-code-read -- true
