@@ -67,6 +67,9 @@ t_like "alice's status of her job" "completed" "$(pond_as alice status "$a1" 2>&
 # --- bob: not alice's result, not her log, not her spec (root can: the control)
 t_fail "bob cannot read alice's result.json" as bob cat "$POND_STATE/results/$a1/result.json"
 t_fail "bob cannot read alice's result through pondctl" pond_as bob result "$a1"
+OUT=$(pond_as bob status "$a1" 2>&1)
+t_like "bob's status of alice's job says it is not his (exit 1)" "^1 .*not yours" "$? $OUT"
+t_fail "bob cannot read alice's log through pondctl" pond_as bob logs "$a1"
 t_fail "bob cannot read alice's log" as bob cat "$POND_STATE/jobs/$a1/log/stdout"
 t_fail "bob cannot read alice's spec" as bob cat "$POND_STATE/jobs/$a1/job.json"
 t_ok "control: root reads alice's result and log" in_box cat "$POND_STATE/results/$a1/result.json" \
