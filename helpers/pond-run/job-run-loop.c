@@ -91,6 +91,10 @@ static int on_oom(sd_event_source *s, int fd, uint32_t revents, void *userdata) 
 }
 
 void job_kill_payload(Job *j) {
+        /* The counters as they are before the kill: on cgroup v2 KillUnit takes the pin too, and systemd may
+         * remove the emptied scope before they can be read again (a later reading that succeeds wins). */
+        job_read_oom_kills(j);
+        job_usage_read(j);
         if (scope_kill(j->bus, j->paths.scope) < 0)
                 (void) kill(j->runtime.init_pid, SIGKILL); /* the scope is gone: at least the init (and its pid ns) */
 }
