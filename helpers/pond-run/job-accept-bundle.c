@@ -54,6 +54,9 @@ int job_accept_bundle(Job *j, char **ret_error) {
         r = ns_open(NS_MANAGER_MNT, spec->bundle, O_RDONLY | O_NOCTTY | O_NOFOLLOW, &bfd);
         if (r < 0)
                 return error_set(ret_error, r, "bundle: cannot open %s: %s", spec->bundle, strerror(-r));
+        r = job_check_submitter_owns(j, bfd, spec->bundle, &err);
+        if (r < 0)
+                return error_set(ret_error, r, "bundle: %s", err ?: strerror(-r));
         /* A leftover from an earlier, interrupted run of this job is never reused. */
         (void) rm_rf_at(AT_FDCWD, dest);
         if (mkdir(dest, 0700) < 0)

@@ -2,16 +2,17 @@
 /* job-accept.c: step 1 of the design: read the spec as issued, parse it strictly, resolve the policy, find
  * the backend, open a bundle's source, check the sidecars' configurations, look up a directory image. Every
  * failure here is a refusal with a reason, and nothing has run. */
+#include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "fileio.h"
 #include "dirs.h"
 #include "job.h"
+#include "keys.h"
 #include "log.h"
+#include "ns-open.h"
 #include "string-util.h"
-
-#define SPEC_MAX (1024 * 1024)
 
 static int read_spec(Job *j) {
         _cleanup_free_ char *path = NULL, *err = NULL;
@@ -22,12 +23,9 @@ static int read_spec(Job *j) {
                 return -ENOMEM;
         if (access(path, F_OK) == 0)
                 return job_fail(j, -EEXIST, "job_id: a result for this id exists already (ids are never reused)");
-        free(path);
-        if (asprintf(&path, "%s/job.json", j->paths.spool) < 0)
-                return -ENOMEM;
-        r = read_full_file(path, SPEC_MAX, &in->spec_buf, &in->spec_len);
+        r = job_accept_intake(j);
         if (r < 0)
-                return job_fail(j, -EINVAL, "cannot read the job spec %s: %s", path, strerror(-r));
+                return r;
         r = job_spec_parse(in->spec_buf, in->spec_len, &in->spec, &err);
         if (r < 0)
                 return job_fail(j, -EINVAL, "%s", err ?: "invalid job spec");
@@ -73,6 +71,9 @@ static int resolve(Job *j) {
         if (r < 0)
                 return job_fail(j, -EINVAL, "%s", err ?: "cannot resolve the policy");
         j->audit.profile = in->resolved->profile;
+        r = job_accept_submitter_profile(j);
+        if (r < 0)
+                return r;
         j->audit.backend = in->resolved->backend;
         in->provider = runtime_provider_find(in->resolved->backend);
         if (!in->provider)
@@ -96,6 +97,25 @@ static int image_allowed(Job *j) {
                         res->image, l->digest ? " = " : "", l->digest ?: "", res->profile);
 }
 
+/* A member's checkout is their own directory: refused here with the reason, and checked again on the tree
+ * staging actually mounts (stage_setup_owned()), since the path may change in between. */
+static int checkout_owned(Job *j) {
+        const JobSpec *spec = j->input.spec;
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *err = NULL;
+        int r;
+
+        if (!spec->checkout || spec->bundle || !j->input.have_submitter || j->input.submitter.uid == 0)
+                return 0;
+        r = ns_open(NS_MANAGER_MNT, spec->checkout, O_RDONLY | O_DIRECTORY, &fd);
+        if (r < 0)
+                return job_fail(j, r, "checkout: cannot open %s: %s", spec->checkout, strerror(-r));
+        r = job_check_submitter_owns(j, fd, spec->checkout, &err);
+        if (r < 0)
+                return job_fail(j, r, "checkout: %s", err ?: strerror(-r));
+        return 0;
+}
+
 int job_accept(Job *j) {
         _cleanup_free_ char *err = NULL;
         const ResolvedPolicy *res;
@@ -106,12 +126,20 @@ int job_accept(Job *j) {
                 r = resolve(j);
         if (r < 0)
                 return r;
+        r = checkout_owned(j);
+        if (r < 0)
+                return r;
         r = job_accept_bundle(j, &err);
         if (r < 0)
                 return job_fail(j, r, "%s", err ?: "bundle: refused");
         r = job_sidecars_configure(j, &err);
         if (r < 0)
                 return job_fail(j, r, "%s", err ?: "sidecar configuration: refused");
+        /* The broker gets the worker's sealing key as a credential (a 0400 copy): its source is checked
+         * here, as the signing key's is, so that a key others may read opens no job's credentials. */
+        if (j->sidecars[POND_SIDECAR_BROKER].config && job_check_key_source(KEY_SEAL_SECRET_FILE) < 0)
+                return job_fail(j, -EPERM, "credentials: the worker's sealing key is refused: it must be root's and "
+                                "0600 or stricter (docs/operations.md, \"Keys\")");
         r = job_home_accept(j, &err);
         if (r < 0)
                 return job_fail(j, r, "%s", err ?: "home_files: refused");

@@ -97,6 +97,9 @@ static int collect_manifest(Job *j, int staged_fd, json_object **ret) {
         if (mkdirat(staged_fd, RESULT_ARTIFACTS_DIR, 0755) < 0)
                 return -errno;
         art = openat(staged_fd, RESULT_ARTIFACTS_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        /* Inside a result only root and its submitter can open: 0755 whatever the umask. */
+        if (art >= 0 && fchmod(art, 0755) < 0)
+                return -errno;
         if (art < 0)
                 return -errno;
         if (j->staging.staged) {
@@ -138,7 +141,7 @@ static int link_logs(const Job *j, int staged_fd) {
         if (mkdirat(staged_fd, RESULT_LOG_DIR, 0755) < 0)
                 return -errno;
         dst = openat(staged_fd, RESULT_LOG_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dst < 0)
+        if (dst < 0 || fchmod(dst, 0755) < 0)
                 return -errno;
         for (size_t i = 0; i < ELEMENTSOF(files); i++)
                 if (linkat(src, files[i], dst, files[i], 0) < 0 && errno != ENOENT)

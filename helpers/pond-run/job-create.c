@@ -21,10 +21,11 @@ static int open_output(Job *j) {
         JobRuntime *rt = &j->runtime;
         int r;
 
-        if (mkdir(j->paths.log, 0750) < 0 && errno != EEXIST)
+        if (mkdir(j->paths.log, 0755) < 0 && errno != EEXIST)
                 return log_error_errno(errno, "Cannot create %s: %m", j->paths.log);
         log_dfd = open(j->paths.log, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (log_dfd < 0)
+        /* 0755 whatever the umask: the spool entry above it is what keeps others out. */
+        if (log_dfd < 0 || fchmod(log_dfd, 0755) < 0)
                 return -errno;
         r = output_log_open(log_dfd, j->paths.id, j->input.spec->limits.output_bytes, true, &rt->log);
         if (r < 0)
@@ -160,6 +161,13 @@ static void pin_oom_counters(Job *j, const char *payload) {
                 pinned = j->paths.scope_cgroup;
         }
         if (r < 0) {
+                /* cgroup v2: a leaf of the scope's own (it counts in the scope's pids.peak: one more). KillUnit
+                 * reaches it there, so a cancelled or timed-out job's counters are read as long as the scope
+                 * lasts; an ended or OOM-killed payload's are kept (docs/operations.md, "cgroup v2"). */
+                if (cgroup_v2_attach_leaf(j->paths.scope_cgroup, CGROUP_LEAF_PIN, j->runtime.oom_pin.pid) >= 0) {
+                        j->runtime.pin_in_pids = true;
+                        return;
+                }
                 log_debug_errno(r, "No v1 memcg to pin (%m): the counters are read while the scope exists.");
                 sigkill_wait(&j->runtime.oom_pin);
                 return;
@@ -235,6 +243,13 @@ int job_create_in_scope(Job *j) {
         r = start_scope(j);
         if (r < 0)
                 return r;
+        /* cgroup v2: the runtime enables the controllers of the scope for the payload's cgroup, which the
+         * kernel refuses while a process (the create step itself) is in the scope: it moves to a leaf first.
+         * Other layouts: nothing to do (-ENOENT). */
+        r = cgroup_v2_attach_leaf(j->paths.scope_cgroup, CGROUP_LEAF_RUNTIME, j->runtime.create.pid);
+        if (r < 0 && r != -ENOENT)
+                return log_error_errno(r, "Cannot move the runtime's create step into %s/%s: %m",
+                                       j->paths.scope_cgroup, CGROUP_LEAF_RUNTIME);
         if (write(go, "g", 1) != 1)
                 return -errno;
         r = wait_create(&j->runtime);

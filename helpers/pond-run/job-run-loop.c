@@ -99,6 +99,10 @@ static int on_oom(sd_event_source *s, int fd, uint32_t revents, void *userdata) 
 }
 
 void job_kill_payload(Job *j) {
+        /* The counters as they are before the kill: on cgroup v2 KillUnit takes the pin too, and systemd may
+         * remove the emptied scope before they can be read again (a later reading that succeeds wins). */
+        job_read_oom_kills(j);
+        job_usage_read(j);
         if (scope_kill(j->bus, j->paths.scope) < 0)
                 (void) kill(j->runtime.init_pid, SIGKILL); /* the scope is gone: at least the init (and its pid ns) */
 }
@@ -140,7 +144,7 @@ static int on_init_exit(sd_event_source *s, const siginfo_t *si, void *userdata)
         l->init_exited = true;
         /* No new attach or exec into a job that has ended. */
         job_console_stop(l->job);
-        /* While the scope is surely there (cgroup v2 has no pin, job-create.c): the kill below may empty it. */
+        /* While the scope is surely there: on cgroup v2 the kill below reaches the pin too and may empty it. */
         job_read_oom_kills(l->job);
         job_usage_read(l->job);
         /* Before pond's own kill: whatever of the runtime is dead now was killed by someone else. */

@@ -195,6 +195,18 @@ static json_object *task_sha(const Job *j, const char *input_sha) {
         return json_object_new_string(hex);
 }
 
+/* Who submitted it, as the worker established it (the spool's or the inbox file's owner): null if unknown. */
+static json_object *build_submitter(const Job *j) {
+        json_object *o;
+
+        if (!j->input.have_submitter)
+                return NULL;
+        o = json_object_new_object();
+        json_object_object_add(o, "uid", json_object_new_int64(j->input.submitter.uid));
+        json_object_object_add(o, "user", json_object_new_string(j->input.submitter.user));
+        return o;
+}
+
 static int build_result(Job *j, const char *input_sha, json_object **ret) {
         _cleanup_json_ json_object *o = json_object_new_object();
 
@@ -203,6 +215,7 @@ static int build_result(Job *j, const char *input_sha, json_object **ret) {
         json_object_object_add(o, "version", json_object_new_int(RESULT_VERSION));
         json_object_object_add(o, "job_id", json_object_new_string(j->paths.id));
         json_object_object_add(o, "tenant", json_str(j->input.spec ? j->input.spec->tenant : NULL));
+        json_object_object_add(o, "submitter", build_submitter(j));
         json_object_object_add(o, "status", json_object_new_string(job_status(j)));
         json_object_object_add(o, "reason", json_str(j->outcome.reason));
         json_object_object_add(o, "input_sha", json_str(input_sha));
@@ -231,6 +244,10 @@ int job_result_stage(Job *j) {
         r = result_stage_open(res->results_fd, j->paths.id, &res->staged_fd);
         if (r < 0)
                 return log_error_errno(r, "Cannot stage the result of %s: %m", j->paths.id);
+        /* The result is root's (0700), readable by its submitter alone besides (docs/operations.md). */
+        r = job_grant_submitter(j, res->staged_fd, "the result");
+        if (r < 0)
+                return r;
         res->job_id = j->paths.id;
         return 0;
 }
@@ -240,8 +257,13 @@ int job_sign(Job *j) {
         const char *input_sha;
         int r;
 
-        (void) job_input_hash_result(&j->input_hash, j->input.spec_buf, j->input.spec_len,
-                                     j->input.spec ? j->input.spec->checkout : NULL, &input_sha);
+        const char *checkout = j->input.spec ? j->input.spec->checkout : NULL;
+
+        /* A member's checkout is read only once staging found it theirs: a refused job's input_sha covers
+         * its spec alone, not a tree its submitter named but may not own. */
+        if (j->input.have_submitter && j->input.submitter.uid != 0 && !j->staging.staged)
+                checkout = NULL;
+        (void) job_input_hash_result(&j->input_hash, j->input.spec_buf, j->input.spec_len, checkout, &input_sha);
         r = job_result_stage(j);
         if (r >= 0 && !j->result.artifacts)
                 r = empty_artifacts(&j->result.artifacts);

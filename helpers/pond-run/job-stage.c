@@ -19,8 +19,17 @@ static int stage_workspace(Job *j) {
 
         /* The spec's checkout is a host path: as the service manager's namespace sees it, not ours (the unit's own,
          * where /home, /tmp and /var/tmp are hidden and the rest read-only). */
-        r = stage_setup(j->paths.run, NS_MANAGER_MNT, in->spec->checkout, in->resolved->fs, in->resolved->tmpfs_bytes,
-                        job_host_uid(j), job_host_gid(j), &s->stage);
+        /* A member's checkout must be their own (a bundle's is the job's own extraction, root's). */
+        uid_t owner = in->have_submitter && in->submitter.uid != 0 && !in->spec->bundle ? in->submitter.uid
+                                                                                        : STAGE_ANY_OWNER;
+
+        r = stage_setup_owned(j->paths.run, NS_MANAGER_MNT, in->spec->checkout, owner, in->resolved->fs,
+                              in->resolved->tmpfs_bytes, job_host_uid(j), job_host_gid(j), &s->stage);
+        if (r == -EPERM && owner != STAGE_ANY_OWNER)
+                return job_fail(j, log_error_errno(r, "Cannot stage the checkout %s: not owned by %s: %m",
+                                                   in->spec->checkout, in->submitter.user),
+                                "checkout: %s is not owned by the submitter %s", in->spec->checkout,
+                                in->submitter.user);
         if (r < 0)
                 return job_fail(j, log_error_errno(r, "Cannot stage the checkout %s: %m",
                                                    in->spec->checkout ?: "(none)"), "cannot stage the checkout");

@@ -23,8 +23,8 @@ static void merge(CgroupUsage *into, const CgroupUsage *u) {
                         *dst[i] = src[i];
 }
 
-/* At the init's exit (while the scope is surely there: cgroup v2 has no pin) and again before the scope is
- * stopped: the last reading that succeeds is the one reported. */
+/* Before each kill of the payload (on cgroup v2 the kill takes the pin too), at the init's exit and again
+ * before the scope is stopped: the last reading that succeeds is the one reported. */
 void job_usage_read(Job *j) {
         CgroupUsage u;
         int r;

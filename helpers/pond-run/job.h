@@ -12,6 +12,7 @@
 #include <systemd/sd-bus.h>
 #include <systemd/sd-event.h>
 
+#include "access.h"
 #include "audit.h"
 #include "cgroup-usage.h"
 #include "console.h"
@@ -46,6 +47,8 @@ typedef struct JobInput {
         ResolvedPolicy *resolved;
         const RuntimeProvider *provider;
         LandlockDecision landlock;      /* the ABI pond-init applies, or why none (landlock.h) */
+        Submitter submitter;            /* whose job it is (job-accept-intake.c): root, or a member of the group */
+        bool have_submitter;
 } JobInput;
 
 /* The job's place under the worker's admission ceiling (job-admit.c). */
@@ -262,6 +265,17 @@ const char *job_status(const Job *j);
 /* 1. job-accept.c: parse and resolve; any failure is a refusal and nothing has run. */
 int job_accept(Job *j);
 void job_input_done(JobInput *i);
+/*    job-accept-intake.c: the spec as issued and whose it is: root's spool entry, or a member's inbox file
+ *    (its owner is the submitter) taken into a new spool entry that only root and the submitter can read. */
+int job_accept_intake(Job *j);
+/*    The cleanup's view of the same, from the owner record (or root for a spool entry without one). */
+void job_submitter_recall(Job *j);
+/*    Whether the submitter may use the resolved profile (policy/access.json). */
+int job_accept_submitter_profile(Job *j);
+/*    Gives the submitter (not root) read access to a directory of the job (its spool entry, its result). */
+int job_grant_submitter(const Job *j, int dirfd, const char *what);
+/*    Whether fd (a host path the spec names) is the submitter's own: -EPERM otherwise (root: anything). */
+int job_check_submitter_owns(const Job *j, int fd, const char *what, char **ret_error);
 /*    job-accept-bundle.c: a bundle job's source, decrypted and extracted for exactly this job. */
 int job_accept_bundle(Job *j, char **ret_error);
 

@@ -38,7 +38,13 @@ static int supervise_init(Job *j, const char *job_id) {
         }
         r = job_load_signing_key(j);
         if (r < 0) {
-                audit_event(&j->audit, POND_EVENT_FAILED, AUDIT_NO_RC, "the worker's signing key is not available");
+                /* No result at all: one signed with a key others may hold would prove nothing. The reason is in
+                 * the journal (job_load_signing_key() logged it), the audit record and the unit's status. */
+                const char *why = r == -EPERM ? "the worker's signing key is refused: it must be root's and 0600 "
+                                                "or stricter (docs/operations.md, \"Keys\")"
+                                              : "the worker's signing key is not available";
+                audit_event(&j->audit, POND_EVENT_FAILED, AUDIT_NO_RC, "%s", why);
+                sd_notifyf(false, "STATUS=failed: %s", why);
                 return POND_RUN_EXIT_FAILED;
         }
         return POND_RUN_EXIT_OK;
@@ -126,6 +132,7 @@ static void sign_failure(Job *j) {
 
         if (job_load_signing_key(j) < 0)
                 return;
+        job_submitter_recall(j);
         if (asprintf(&path, "%s/job.json", j->paths.spool) >= 0 &&
             read_full_file(path, 1024 * 1024, &in->spec_buf, &in->spec_len) >= 0)
                 (void) job_spec_parse(in->spec_buf, in->spec_len, &in->spec, &err);

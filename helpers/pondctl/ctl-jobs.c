@@ -45,8 +45,22 @@ int ctl_result_peek(const JobPaths *p, const char *job_id, json_object **ret) {
 bool ctl_job_known(const JobPaths *p, const char *job_id) {
         _cleanup_free_ char *result = NULL;
 
-        return access(p->spool, F_OK) >= 0 ||
+        /* A member's job is in the inbox until pond-run takes it into the spool. */
+        return access(p->spool, F_OK) >= 0 || access(p->inbox, F_OK) >= 0 ||
                (asprintf(&result, "%s/%s", p->results, job_id) >= 0 && access(result, F_OK) >= 0);
+}
+
+int ctl_job_check_readable(const JobPaths *p, const char *job_id) {
+        _cleanup_free_ char *result = NULL;
+
+        if (asprintf(&result, "%s/%s", p->results, job_id) < 0)
+                return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
+        /* Root's 0700 directories with the submitter's ACL (docs/operations.md, "Who may use pond"). */
+        if ((access(result, F_OK) >= 0 && access(result, R_OK | X_OK) < 0 && errno == EACCES) ||
+            (access(p->spool, F_OK) >= 0 && access(p->spool, X_OK) < 0 && errno == EACCES))
+                return ctl_fail(CTL_EXIT_ERROR, "Job %s is not yours: only root and the job's submitter may see its "
+                                "result and log.", job_id);
+        return 0;
 }
 
 int ctl_verb_submit(int argc, char *argv[]) {
@@ -139,6 +153,9 @@ int ctl_verb_status(int argc, char *argv[]) {
                 return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
         if (!ctl_job_known(&paths, id))
                 return ctl_fail(CTL_EXIT_NOT_FOUND, "No job %s in %s.", id, paths.spool);
+        r = ctl_job_check_readable(&paths, id);
+        if (r != 0)
+                return r;
         r = ctl_bus_open(&bus);
         if (r >= 0)
                 r = ctl_unit_get_state(bus, paths.service, true, &st);
@@ -263,6 +280,9 @@ int ctl_verb_logs(int argc, char *argv[]) {
                 return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
         if (!ctl_job_known(&paths, id))
                 return ctl_fail(CTL_EXIT_NOT_FOUND, "No job %s in %s.", id, paths.spool);
+        r = ctl_job_check_readable(&paths, id);
+        if (r != 0)
+                return r;
         (void) signal(SIGPIPE, SIG_IGN);
         r = signed_log_dir(&paths, id, &dir);
         if (r != 0)
@@ -313,6 +333,9 @@ int ctl_verb_wait(int argc, char *argv[]) {
                 return ctl_fail(CTL_EXIT_FAILED, "Out of memory.");
         if (!ctl_job_known(&paths, id))
                 return ctl_fail(CTL_EXIT_NOT_FOUND, "No job %s in %s.", id, paths.spool);
+        r = ctl_job_check_readable(&paths, id);
+        if (r != 0)
+                return r;
         if (ctl_load_public_key(pubkey, pk) < 0)
                 status = CTL_EXIT_UNVERIFIED;
         else {

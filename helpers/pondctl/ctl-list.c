@@ -4,6 +4,7 @@
  * The state names and the JSON shape are shared with `pondctl status --json`. */
 #include <dirent.h>
 #include <getopt.h>
+#include <pwd.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -299,21 +300,47 @@ static int list_one(sd_bus *bus, const char *id, const CtlListArgs *a, json_obje
         return 0;
 }
 
+/* Whether STATEDIR/owners/ID names user (docs/operations.md, "Who may use pond"). */
+static bool owner_is(const char *owners, const char *id, const char *user) {
+        _cleanup_free_ char *path = NULL, *text = NULL;
+        size_t len;
+
+        if (asprintf(&path, "%s/%s", owners, id) < 0 || read_full_file(path, 512, &text, &len) < 0)
+                return false;
+        return len == strlen(user) + 1 && strncmp(text, user, len - 1) == 0 && text[len - 1] == '\n';
+}
+
+/* A member of the group pond cannot list the spool (0711): their jobs are those whose owner record names
+ * them. Sets *ret_user to the caller's name, NULL for root (who lists the spool). */
+static int list_dir(const JobPaths *paths, char **ret_dir, char **ret_user) {
+        const char *slash = strrchr(paths->spool, '/');
+        struct passwd *pw;
+
+        *ret_user = NULL;
+        if (geteuid() == 0 || !(pw = getpwuid(geteuid()))) {
+                *ret_dir = slash ? strndup(paths->spool, (size_t) (slash - paths->spool)) : NULL;
+                return *ret_dir ? 0 : -ENOMEM;
+        }
+        slash = strrchr(paths->owner, '/');
+        *ret_dir = slash ? strndup(paths->owner, (size_t) (slash - paths->owner)) : NULL;
+        *ret_user = strdup(pw->pw_name);
+        return *ret_dir && *ret_user ? 0 : -ENOMEM;
+}
+
 int ctl_verb_list(int argc, char *argv[]) {
         _cleanup_(ctl_list_args_done) CtlListArgs a = {};
         _cleanup_(job_paths_done) JobPaths paths = {};
         _cleanup_json_ json_object *array = NULL;
-        _cleanup_free_ char *jobs = NULL;
+        _cleanup_free_ char *jobs = NULL, *user = NULL;
         _cleanup_bus_ sd_bus *bus = NULL;
         struct dirent **names = NULL;
-        const char *slash;
         int n, r = 0;
 
         if (ctl_list_parse_argv(argc, argv, clock_usec(CLOCK_REALTIME), &a) < 0)
                 return CTL_EXIT_USAGE;
-        /* The spool's parent, derived like every other job path (a dummy id only names a child of it). */
-        if (job_paths_init(&paths, "x") < 0 || !(slash = strrchr(paths.spool, '/')) ||
-            !(jobs = strndup(paths.spool, (size_t) (slash - paths.spool))) ||
+        /* The spool's parent (or the owner records'), derived like every other job path (a dummy id only
+         * names a child of it). */
+        if (job_paths_init(&paths, "x") < 0 || list_dir(&paths, &jobs, &user) < 0 ||
             (a.json && !(array = json_object_new_array())))
                 return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
         n = scandir(jobs, &names, NULL, alphasort);
@@ -322,8 +349,11 @@ int ctl_verb_list(int argc, char *argv[]) {
         if (n > 0 && ctl_bus_open(&bus) < 0)
                 bus = NULL; /* still list what the results say; the rest shows as unknown */
         for (int i = 0; i < n; i++) {
-                if (r >= 0 && job_id_is_valid(names[i]->d_name) &&
+                if (r >= 0 && job_id_is_valid(names[i]->d_name) && !user &&
                     (names[i]->d_type == DT_DIR || names[i]->d_type == DT_UNKNOWN))
+                        r = list_one(bus, names[i]->d_name, &a, array);
+                else if (r >= 0 && job_id_is_valid(names[i]->d_name) && user &&
+                         owner_is(jobs, names[i]->d_name, user))
                         r = list_one(bus, names[i]->d_name, &a, array);
                 free(names[i]);
         }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ctl-submit.c: handing a job to the worker: a new spool entry STATEDIR/jobs/ID/job.json (0700/0600, job ids
- * are never reused) and `systemctl start pond-job@ID.service` over D-Bus. A submission either starts the
- * unit or leaves nothing behind. */
+/* ctl-submit.c: handing a job to the worker: root writes a new spool entry STATEDIR/jobs/ID/job.json
+ * (0700/0600), a member of the group pond a new inbox file STATEDIR/inbox/ID.json (job ids are never reused);
+ * then `systemctl start pond-job@ID.service` over D-Bus (polkit lets the member start it: units/pond.rules).
+ * A submission either starts the unit or leaves nothing behind. */
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -76,15 +77,54 @@ static int spool_create(const JobPaths *paths, const char *job_id, const char *s
         return 0;
 }
 
+/* A member of the group pond: the spec goes to the inbox as a new file of theirs (its owner is the job's
+ * submitter), which pond-run takes into the spool (docs/operations.md, "Who may use pond"). */
+static int inbox_create(const JobPaths *paths, const char *job_id, const char *spec, size_t len) {
+        _cleanup_free_ char *result = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        int r;
+
+        if (asprintf(&result, "%s/%s", paths->results, job_id) < 0) {
+                log_oom();
+                return CTL_EXIT_FAILED;
+        }
+        if (access(result, F_OK) >= 0 || access(paths->spool, F_OK) >= 0) {
+                log_error("Job id %s was already used. Job ids are never reused.", job_id);
+                return CTL_EXIT_REFUSED;
+        }
+        fd = open(paths->inbox, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0 && errno == EEXIST) {
+                log_error("Job id %s was already used: %s exists. Job ids are never reused.", job_id, paths->inbox);
+                return CTL_EXIT_REFUSED;
+        }
+        if (fd < 0 && (errno == EACCES || errno == EPERM)) {
+                log_error_errno(errno, "Not allowed to submit jobs to this worker: %s: %m (only root and the "
+                                "members of the group pond may)", paths->inbox);
+                return CTL_EXIT_REFUSED;
+        }
+        if (fd < 0) {
+                log_error_errno(errno, "Cannot create %s: %m", paths->inbox);
+                return CTL_EXIT_FAILED;
+        }
+        r = write_all(fd, spec, len);
+        if (r < 0) {
+                log_error_errno(r, "Cannot write %s: %m", paths->inbox);
+                (void) unlink(paths->inbox);
+                return CTL_EXIT_FAILED;
+        }
+        return 0;
+}
+
 int ctl_submit(sd_bus **bus, const JobPaths *paths, const char *job_id, const char *spec, size_t len) {
         _cleanup_free_ char *unit = NULL, *err = NULL;
+        bool inbox = geteuid() != 0;
         int r;
 
         if (unit_name(UNIT_JOB_SERVICE, job_id, &unit) < 0) {
                 log_error("Invalid job id '%s'.", job_id);
                 return CTL_EXIT_REFUSED;
         }
-        r = spool_create(paths, job_id, spec, len);
+        r = inbox ? inbox_create(paths, job_id, spec, len) : spool_create(paths, job_id, spec, len);
         if (r != 0)
                 return r;
         if (!*bus) {
@@ -96,7 +136,10 @@ int ctl_submit(sd_bus **bus, const JobPaths *paths, const char *job_id, const ch
                 r = ctl_unit_call(*bus, "StartUnit", unit, &err);
         if (r < 0) {
                 log_error("cannot start %s: %s", unit, err ?: strerror(-r));
-                spool_remove(paths->spool, job_id);
+                if (inbox)
+                        (void) unlink(paths->inbox);
+                else
+                        spool_remove(paths->spool, job_id);
                 return CTL_EXIT_FAILED;
         }
         return 0;

@@ -82,7 +82,7 @@ int ctl_verb_result(int argc, char *argv[]) {
         const char *id, *pubkey = NULL;
         uint8_t pk[KEY_SIGN_PUBLIC_SIZE];
         bool json = false;
-        int c;
+        int c, r;
 
         optind = 0;
         while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
@@ -100,6 +100,9 @@ int ctl_verb_result(int argc, char *argv[]) {
         if (access(dir, F_OK) < 0)
                 return ctl_fail_errno(errno == ENOENT ? CTL_EXIT_NOT_FOUND : CTL_EXIT_ERROR, errno,
                                       "Job %s has no result in %s: %m", id, dir);
+        r = ctl_job_check_readable(&paths, id);
+        if (r != 0)
+                return r;
         return verify_and_print(dir, pk, id, NULL, json);
 }
 

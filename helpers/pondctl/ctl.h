@@ -294,8 +294,11 @@ int ctl_read_stdin(size_t max, char **ret, size_t *ret_len);
 /* ctl-jobs.c */
 /* argv[first] as the only positional argument, a valid job id; logs usage otherwise. */
 int ctl_job_id_arg(int argc, char *argv[], int first, const char **ret);
-/* Whether the job has a spool entry or a result. */
+/* Whether the job has a spool entry, an inbox file or a result. */
 bool ctl_job_known(const JobPaths *p, const char *job_id);
+/* 0 if the caller may read the job's result and log, else the exit status having said why: another user's
+ * job (docs/operations.md, "Who may use pond"). */
+int ctl_job_check_readable(const JobPaths *p, const char *job_id);
 /* results/ID/result.json parsed but NOT verified: for status displays only. */
 int ctl_result_peek(const JobPaths *p, const char *job_id, json_object **ret);
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 
 #include "cgroup.h"
 #include "cgroup-util.h"
@@ -26,16 +27,21 @@ static int read_counter(int dirfd, const char *file, const char *key, uint64_t *
         return -ENOENT;
 }
 
-/* v1 counts an OOM kill only in the memcg whose limit was hit: sum over the subtree. */
-static int sum_v1(int dirfd, int depth, uint64_t *sum) {
+/* The sum of KEY in FILE over the cgroup at dirfd and every cgroup below it; *found says whether any had the
+ * file. v1 counts an OOM kill only in the memcg whose limit was hit, and v2's memory.events.local only in
+ * the cgroup it happened in: a kill in the payload's cgroup (or one the runtime made below it) is the scope's
+ * too. */
+static int sum_tree(int dirfd, int depth, const char *file, const char *key, uint64_t *sum, bool *found) {
         _cleanup_closedir_ DIR *d = NULL;
         struct dirent *de;
         uint64_t v;
 
         if (depth > 32)
                 return -ELOOP;
-        if (read_counter(dirfd, "memory.oom_control", "oom_kill", &v) >= 0)
+        if (read_counter(dirfd, file, key, &v) >= 0) {
                 *sum += v;
+                *found = true;
+        }
         if (opendir_fd(dirfd, &d) < 0)
                 return 0; /* an unreadable child adds nothing */
         while ((de = readdir(d))) {
@@ -43,27 +49,31 @@ static int sum_v1(int dirfd, int depth, uint64_t *sum) {
                         continue;
                 _cleanup_close_ int c = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                 if (c >= 0)
-                        (void) sum_v1(c, depth + 1, sum);
+                        (void) sum_tree(c, depth + 1, file, key, sum, found);
         }
         return 0;
 }
 
-/* v1 memory where the layout has it; else (or where v1 has no memory hierarchy) the v2 hierarchy, whose
- * memory.events is hierarchical already. */
+/* v1 memory where the layout has it; else (or where v1 has no memory hierarchy) the v2 hierarchy. */
 int cgroup_oom_kills(const char *cgroup_path, uint64_t *ret) {
-        CgroupLayout layout = cgroup_layout_detect(CGROUP_ROOT);
+        return cgroup_oom_kills_at(CGROUP_ROOT, cgroup_layout_detect(CGROUP_ROOT), cgroup_path, ret);
+}
+
+int cgroup_oom_kills_at(const char *root, CgroupLayout layout, const char *cgroup_path, uint64_t *ret) {
         _cleanup_free_ char *v1 = NULL, *v2 = NULL;
         _cleanup_close_ int fd = -EBADF;
         uint64_t sum = 0;
         int r;
 
         if (cgroup_layout_has_v1(layout)) {
-                r = cgroup_v1_path(CGROUP_ROOT, "memory", cgroup_path, &v1);
+                r = cgroup_v1_path(root, "memory", cgroup_path, &v1);
                 if (r < 0)
                         return r;
                 fd = open(v1, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                 if (fd >= 0) {
-                        r = sum_v1(fd, 0, &sum);
+                        bool found = false;
+
+                        r = sum_tree(fd, 0, "memory.oom_control", "oom_kill", &sum, &found);
                         if (r < 0)
                                 return r;
                         *ret = sum;
@@ -72,13 +82,45 @@ int cgroup_oom_kills(const char *cgroup_path, uint64_t *ret) {
                 if (layout == CGROUP_LAYOUT_LEGACY)
                         return -errno;
         }
-        r = cgroup_v2_path(CGROUP_ROOT, layout, cgroup_path, &v2);
+        r = cgroup_v2_path(root, layout, cgroup_path, &v2);
         if (r < 0)
                 return r;
         fd = open(v2, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
-        return read_counter(fd, "memory.events", "oom_kill", ret);
+        /* memory.events.local summed over the subtree where the kernel has it (5.2 on): the same figure
+         * whatever the hierarchy's mount options (memory_localevents makes memory.events local too). Else
+         * memory.events, hierarchical by default. */
+        bool found = false;
+        r = sum_tree(fd, 0, "memory.events.local", "oom_kill", &sum, &found);
+        if (r < 0)
+                return r;
+        if (found) {
+                *ret = sum;
+                return 0;
+        }
+        r = read_counter(fd, "memory.events", "oom_kill", ret);
+        return r;
+}
+
+/* v2: the leaves pond made below the scope (cgroup.h), where systemd's own removal of the scope's subtree
+ * did not take them already. */
+static int remove_v2_leaves(const char *scope_cgroup) {
+        static const char *const leaves[] = { CGROUP_LEAF_RUNTIME, CGROUP_LEAF_PIN };
+        _cleanup_free_ char *dir = NULL;
+        int r = 0;
+
+        if (cgroup_v2_path(CGROUP_ROOT, CGROUP_LAYOUT_UNIFIED, scope_cgroup, &dir) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < ELEMENTSOF(leaves); i++) {
+                _cleanup_free_ char *leaf = NULL;
+
+                if (asprintf(&leaf, "%s/%s", dir, leaves[i]) < 0)
+                        return -ENOMEM;
+                if (rmdir(leaf) < 0 && errno != ENOENT && errno != ENOTDIR)
+                        r = log_debug_errno(errno, "Cannot remove %s: %m", leaf);
+        }
+        return r;
 }
 
 /* The runtime creates the payload's cgroup in every v1 hierarchy, also where systemd does not manage the
@@ -89,7 +131,11 @@ int cgroup_remove_leftovers(const char *scope_cgroup) {
         struct dirent *de;
         int r = 0;
 
-        if (!cgroup_layout_has_v1(cgroup_layout_detect(CGROUP_ROOT)))
+        CgroupLayout layout = cgroup_layout_detect(CGROUP_ROOT);
+
+        if (layout == CGROUP_LAYOUT_UNIFIED)
+                return remove_v2_leaves(scope_cgroup);
+        if (!cgroup_layout_has_v1(layout))
                 return 0;
         d = opendir(CGROUP_ROOT);
         if (!d)
@@ -108,6 +154,38 @@ int cgroup_remove_leftovers(const char *scope_cgroup) {
                         r = log_debug_errno(errno, "Cannot remove %s: %m", scope);
         }
         return r;
+}
+
+int cgroup_v2_attach_leaf_at(const char *root, CgroupLayout layout, const char *scope_cgroup, const char *leaf,
+                             pid_t pid) {
+        _cleanup_free_ char *dir = NULL, *procs = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        char line[32];
+        int r;
+
+        if (layout != CGROUP_LAYOUT_UNIFIED)
+                return -ENOENT;
+        if (pid <= 0 || !leaf || strchr(leaf, '/') || leaf[0] == '.')
+                return -EINVAL;
+        r = cgroup_v2_path(root, layout, scope_cgroup, &dir);
+        if (r < 0)
+                return r;
+        if (asprintf(&procs, "%s/%s", dir, leaf) < 0)
+                return -ENOMEM;
+        if (mkdir(procs, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        free(procs);
+        if (asprintf(&procs, "%s/%s/cgroup.procs", dir, leaf) < 0)
+                return -ENOMEM;
+        fd = open(procs, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        snprintf(line, sizeof line, "%d", (int) pid);
+        return write_all(fd, line, strlen(line));
+}
+
+int cgroup_v2_attach_leaf(const char *scope_cgroup, const char *leaf, pid_t pid) {
+        return cgroup_v2_attach_leaf_at(CGROUP_ROOT, cgroup_layout_detect(CGROUP_ROOT), scope_cgroup, leaf, pid);
 }
 
 int cgroup_read_procs(const char *cgroup_path, pid_t *pids, size_t max, size_t *ret_n) {

@@ -471,11 +471,17 @@ static int open_parent(int dirfd, const char *path, const char **ret_base) {
                 _cleanup_free_ char *comp = strndup(s, (size_t) (slash - s));
                 if (!comp)
                         return -ENOMEM;
-                if (mkdirat(fd, comp, 0755) < 0 && errno != EEXIST)
+                bool made = mkdirat(fd, comp, 0755) >= 0;
+                if (!made && errno != EEXIST)
                         return negative_errno();
                 int nfd = openat_beneath(fd, comp, O_RDONLY | O_DIRECTORY, 0);
                 if (nfd < 0)
                         return nfd;
+                if (made && fchmod(nfd, 0755) < 0) { /* whatever the umask: the result's top keeps others out */
+                        int r = negative_errno();
+                        safe_close(nfd);
+                        return r;
+                }
                 safe_close(fd);
                 fd = nfd;
         }

@@ -217,7 +217,8 @@ int write_file_atomic_at(int dirfd, const char *name, const void *buf, size_t le
         fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
         if (fd < 0)
                 return -errno;
-        r = write_all(fd, buf, len);
+        /* The mode as given, whatever the umask (pond-job@ has 0077). */
+        r = fchmod(fd, mode) < 0 ? -errno : write_all(fd, buf, len);
         if (r >= 0 && fsync(fd) < 0)
                 r = -errno;
         if (r >= 0 && renameat(dirfd, tmp, dirfd, name) < 0)

@@ -2,6 +2,7 @@
 /* output.c: file-backed, sequenced, size-capped job output, mirrored to the journal. */
 #include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <systemd/sd-journal.h>
 #include <time.h>
@@ -26,15 +27,17 @@ int output_log_open(int log_dirfd, const char *job_id, uint64_t cap, bool forwar
 
         for (int s = 0; s < _OUTPUT_STREAM_MAX; s++) {
                 l.fds[s] = openat(log_dirfd, stream_table[s], O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC |
-                                  O_NOFOLLOW, 0640);
-                if (l.fds[s] < 0)
+                                  O_NOFOLLOW, 0644);
+                /* 0644 whatever the umask: the job's spool entry is what keeps others out (0700, the
+                 * submitter's ACL), and the result's hard links must be readable to the submitter too. */
+                if (l.fds[s] < 0 || fchmod(l.fds[s], 0644) < 0)
                         goto fail;
                 crypto_hash_sha256_init(&l.sha[s]);
         }
         crypto_hash_sha256_init(&l.index_sha);
         l.index_fd = openat(log_dirfd, "index", O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC | O_NOFOLLOW,
-                            0640);
-        if (l.index_fd < 0)
+                            0644);
+        if (l.index_fd < 0 || fchmod(l.index_fd, 0644) < 0)
                 goto fail;
         *ret = l;
         return 0;

@@ -65,6 +65,8 @@ int job_paths_init(JobPaths *p, const char *id) {
             asprintf(&p->log, "%s/jobs/%s/log", statedir(), id) < 0 ||
             asprintf(&p->checkout, "%s/jobs/%s/checkout", statedir(), id) < 0 ||
             asprintf(&p->results, "%s/results", statedir()) < 0 ||
+            asprintf(&p->inbox, "%s/inbox/%s.json", statedir(), id) < 0 ||
+            asprintf(&p->owner, "%s/owners/%s", statedir(), id) < 0 ||
             asprintf(&p->images, "%s/images", statedir()) < 0 ||
             asprintf(&p->run, "%s/jobs/%s", rundir(), id) < 0 ||
             !(p->rundir = strdup(rundir())) || !(p->id = strdup(id)) ||
@@ -104,6 +106,8 @@ void job_paths_done(JobPaths *p) {
         free(p->log);
         free(p->checkout);
         free(p->results);
+        free(p->inbox);
+        free(p->owner);
         free(p->images);
         free(p->run);
         free(p->rundir);

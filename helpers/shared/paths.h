@@ -30,6 +30,8 @@ typedef struct JobPaths {
         char *log;         /* spool/log: the job's output */
         char *checkout;    /* spool/checkout: a bundle job's extracted source */
         char *results;     /* STATEDIR/results */
+        char *inbox;       /* STATEDIR/inbox/ID.json: a group member's submission, owned by them (access.h) */
+        char *owner;       /* STATEDIR/owners/ID: the accepted submitter's name, for the polkit rule */
         char *images;      /* STATEDIR/images: directory images */
         char *rundir;      /* RUNDIR */
         char *run;         /* RUNDIR/jobs/ID: staging, rootfs, bundle; removed afterwards */

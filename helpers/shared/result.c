@@ -53,7 +53,7 @@ int result_stage_open(int results_dirfd, const char *job_id, int *ret_staged_dir
         r = rm_rf_at(results_dirfd, name);
         if (r < 0)
                 return r;
-        if (mkdirat(results_dirfd, name, 0755) < 0)
+        if (mkdirat(results_dirfd, name, 0700) < 0)
                 return negative_errno();
         fd = openat(results_dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)

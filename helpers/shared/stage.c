@@ -18,8 +18,8 @@
 /* Clones the checkout's mount (not its submounts) as source_ns sees it, idmapped so that its owner is the job
  * user (host ids job_uid/job_gid), and attaches it at target (in our namespace: a detached clone goes
  * anywhere). */
-static int mount_checkout(const char *source_ns, const char *src, const char *target, bool readonly, uid_t job_uid,
-                          gid_t job_gid) {
+static int mount_checkout(const char *source_ns, const char *src, uid_t owner, const char *target, bool readonly,
+                          uid_t job_uid, gid_t job_gid) {
         _cleanup_close_ int tree = -EBADF, userns = -EBADF;
         struct stat st;
         int r;
@@ -31,6 +31,9 @@ static int mount_checkout(const char *source_ns, const char *src, const char *ta
                 return log_debug_errno(errno, "Cannot stat checkout %s: %m", src);
         if (!S_ISDIR(st.st_mode))
                 return log_debug_errno(ENOTDIR, "Checkout %s is not a directory", src);
+        if (owner != STAGE_ANY_OWNER && st.st_uid != owner)
+                return log_debug_errno(EPERM, "Checkout %s is owned by uid %u, not by the job's submitter (uid %u)",
+                                       src, (unsigned) st.st_uid, (unsigned) owner);
         r = userns_map_one(st.st_uid, st.st_gid, job_uid, job_gid, &userns);
         if (r < 0)
                 return log_debug_errno(r, "Cannot create the idmapping user namespace: %m");
@@ -86,8 +89,8 @@ static int mount_scratch(const char *job_dir, uint64_t bytes, uid_t job_uid, gid
         return 0;
 }
 
-static int stage_overlay(const char *job_dir, const char *source_ns, const char *checkout, uint64_t scratch_bytes,
-                         uid_t job_uid, gid_t job_gid, Stage *s) {
+static int stage_overlay(const char *job_dir, const char *source_ns, const char *checkout, uid_t owner,
+                         uint64_t scratch_bytes, uid_t job_uid, gid_t job_gid, Stage *s) {
         _cleanup_free_ char *work = NULL, *opts = NULL;
         int r;
 
@@ -97,7 +100,7 @@ static int stage_overlay(const char *job_dir, const char *source_ns, const char 
         if (mkdir(s->lower, 0755) < 0 && errno != EEXIST)
                 return -errno;
         if (checkout) {
-                r = mount_checkout(source_ns, checkout, s->lower, true, job_uid, job_gid);
+                r = mount_checkout(source_ns, checkout, owner, s->lower, true, job_uid, job_gid);
                 if (r < 0)
                         return r;
         }
@@ -114,6 +117,12 @@ static int stage_overlay(const char *job_dir, const char *source_ns, const char 
 
 int stage_setup(const char *job_dir, const char *source_ns, const char *checkout, FsPosture fs, uint64_t scratch_bytes,
                 uid_t job_uid, gid_t job_gid, Stage *ret) {
+        return stage_setup_owned(job_dir, source_ns, checkout, STAGE_ANY_OWNER, fs, scratch_bytes, job_uid, job_gid,
+                                 ret);
+}
+
+int stage_setup_owned(const char *job_dir, const char *source_ns, const char *checkout, uid_t owner, FsPosture fs,
+                      uint64_t scratch_bytes, uid_t job_uid, gid_t job_gid, Stage *ret) {
         Stage s = {};
         int r;
 
@@ -129,19 +138,19 @@ int stage_setup(const char *job_dir, const char *source_ns, const char *checkout
         switch (fs) {
         case FS_READONLY:
                 s.readonly = true;
-                r = checkout ? mount_checkout(source_ns, checkout, s.workspace, true, job_uid, job_gid) : 0;
+                r = checkout ? mount_checkout(source_ns, checkout, owner, s.workspace, true, job_uid, job_gid) : 0;
                 if (r >= 0 && checkout && !(s.lower = strdup(s.workspace)))
                         r = -ENOMEM;
                 break;
         case FS_HOST:
                 /* Profile none edits the checkout in place: the explicit, local-only opt-out. */
                 if (checkout) {
-                        r = mount_checkout(source_ns, checkout, s.workspace, false, job_uid, job_gid);
+                        r = mount_checkout(source_ns, checkout, owner, s.workspace, false, job_uid, job_gid);
                         break;
                 }
                 _fallthrough_;
         case FS_OVERLAY:
-                r = stage_overlay(job_dir, source_ns, checkout, scratch_bytes, job_uid, job_gid, &s);
+                r = stage_overlay(job_dir, source_ns, checkout, owner, scratch_bytes, job_uid, job_gid, &s);
                 break;
         default:
                 r = -EINVAL;

@@ -23,6 +23,12 @@ typedef struct Stage {
  * owner appears as them, and the overlay's top is theirs. */
 int stage_setup(const char *job_dir, const char *source_ns, const char *checkout, FsPosture fs, uint64_t scratch_bytes,
                 uid_t job_uid, gid_t job_gid, Stage *ret);
+/* The same, for a job whose submitter is not root: the checkout's top directory, as opened for the mount, must
+ * be owned by owner (-EPERM otherwise), so that nobody stages a tree they do not own (docs/threat-model.md,
+ * "Members of the group pond"). STAGE_ANY_OWNER: no check. */
+#define STAGE_ANY_OWNER ((uid_t) -1)
+int stage_setup_owned(const char *job_dir, const char *source_ns, const char *checkout, uid_t owner, FsPosture fs,
+                      uint64_t scratch_bytes, uid_t job_uid, gid_t job_gid, Stage *ret);
 
 /* Unmounts everything stage_setup() may have mounted below job_dir. Idempotent; safe on partial state. */
 int stage_teardown(const char *job_dir);

@@ -1,10 +1,17 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* test-cgroup-util: layout names, layout detection on file systems that are not cgroup hierarchies, and
- * where a cgroup lives in a v1 controller's hierarchy and in the v2 hierarchy of each layout. */
+/* test-cgroup-util: layout names, layout detection on file systems that are not cgroup hierarchies,
+ * where a cgroup lives in a v1 controller's hierarchy and in the v2 hierarchy of each layout, and the OOM kill
+ * count read from fixtures in each layout's format (v1 memory.oom_control, v2 memory.events and
+ * memory.events.local as kernels 5.2 to 6.x write them). */
 #include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cgroup.h"
 #include "cgroup-util.h"
+#include "fileio.h"
 #include "macro.h"
 #include "tests.h"
 
@@ -57,6 +64,132 @@ TEST(oom_kills_of_a_missing_cgroup) {
 
         ASSERT_TRUE(cgroup_oom_kills("/pond.slice/pond-test-nonexistent.scope", &n) < 0);
         ASSERT_EQ(42, n);
+}
+
+static void put(const char *root, const char *dir, const char *file, const char *text) {
+        _cleanup_free_ char *d = NULL;
+        _cleanup_close_ int fd = -EBADF;
+
+        ASSERT_TRUE(asprintf(&d, "%s%s", root, dir) > 0);
+        ASSERT_OK(mkdir_p(d, 0755));
+        fd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ASSERT_TRUE(fd >= 0);
+        ASSERT_OK(write_file_atomic_at(fd, file, text, strlen(text), 0644));
+}
+
+#define CG "/pond.slice/pond-j.scope"
+/* As a 6.1 kernel writes them; oom_group_kill (5.16 on) must not be read as oom_kill. */
+#define V2_EVENTS(kills) "low 0\nhigh 0\nmax 12\noom 3\noom_kill " kills "\noom_group_kill 7\n"
+#define V1_OOM_CONTROL(kills) "oom_kill_disable 0\nunder_oom 0\noom_kill " kills "\n"
+
+/* Unified: memory.events.local summed over the scope and the cgroups the runtime made below it (a kill
+ * counts where its victim was). Here the hierarchy is mounted with memory_localevents, so the scope's
+ * memory.events is local too and says 0: reading it alone (as pond did) missed the payload's kills. */
+TEST(oom_kills_unified_local_events) {
+        char root[] = "/tmp/pond-test-oom.XXXXXX";
+        uint64_t n = 0;
+
+        ASSERT_TRUE(mkdtemp(root) != NULL);
+        put(root, CG, "memory.events", V2_EVENTS("0"));
+        put(root, CG, "memory.events.local", V2_EVENTS("0"));
+        put(root, CG "/payload", "memory.events", V2_EVENTS("2"));
+        put(root, CG "/payload", "memory.events.local", V2_EVENTS("2"));
+        put(root, CG "/payload/sub", "memory.events.local", V2_EVENTS("1"));
+        ASSERT_OK(cgroup_oom_kills_at(root, CGROUP_LAYOUT_UNIFIED, CG, &n));
+        ASSERT_EQ(3, n);
+        ASSERT_OK(rm_rf_at(AT_FDCWD, root));
+}
+
+/* Unified on a kernel before 5.2 (no memory.events.local): the scope's memory.events, hierarchical. */
+TEST(oom_kills_unified_without_local_events) {
+        char root[] = "/tmp/pond-test-oom.XXXXXX";
+        uint64_t n = 0;
+
+        ASSERT_TRUE(mkdtemp(root) != NULL);
+        put(root, CG, "memory.events", V2_EVENTS("4"));
+        put(root, CG "/payload", "memory.events", V2_EVENTS("4"));
+        ASSERT_OK(cgroup_oom_kills_at(root, CGROUP_LAYOUT_UNIFIED, CG, &n));
+        ASSERT_EQ(4, n);
+        ASSERT_OK(rm_rf_at(AT_FDCWD, root));
+}
+
+/* No OOM: zero, not an error; the v1-looking directories of a unified root are never read. */
+TEST(oom_kills_unified_none) {
+        char root[] = "/tmp/pond-test-oom.XXXXXX";
+        uint64_t n = 42;
+
+        ASSERT_TRUE(mkdtemp(root) != NULL);
+        put(root, CG, "memory.events.local", V2_EVENTS("0"));
+        put(root, "/memory" CG, "memory.oom_control", V1_OOM_CONTROL("9"));
+        ASSERT_OK(cgroup_oom_kills_at(root, CGROUP_LAYOUT_UNIFIED, CG, &n));
+        ASSERT_EQ(0, n);
+        ASSERT_OK(rm_rf_at(AT_FDCWD, root));
+}
+
+/* Hybrid: the v1 memcgs where they are, summed; the v2 hierarchy (root/unified) only where v1 has no memory
+ * hierarchy for the cgroup. */
+TEST(oom_kills_hybrid) {
+        char root[] = "/tmp/pond-test-oom.XXXXXX";
+        uint64_t n = 0;
+
+        ASSERT_TRUE(mkdtemp(root) != NULL);
+        put(root, "/unified" CG, "memory.events", V2_EVENTS("9"));
+        put(root, "/memory" CG, "memory.oom_control", V1_OOM_CONTROL("1"));
+        put(root, "/memory" CG "/payload", "memory.oom_control", V1_OOM_CONTROL("2"));
+        ASSERT_OK(cgroup_oom_kills_at(root, CGROUP_LAYOUT_HYBRID, CG, &n));
+        ASSERT_EQ(3, n);
+        ASSERT_OK(rm_rf_at(AT_FDCWD, root));
+}
+
+TEST(oom_kills_hybrid_without_v1_memcg) {
+        char root[] = "/tmp/pond-test-oom.XXXXXX";
+        uint64_t n = 0;
+
+        ASSERT_TRUE(mkdtemp(root) != NULL);
+        put(root, "/unified" CG, "memory.events", V2_EVENTS("5"));
+        ASSERT_OK(cgroup_oom_kills_at(root, CGROUP_LAYOUT_HYBRID, CG, &n));
+        ASSERT_EQ(5, n);
+        ASSERT_OK(rm_rf_at(AT_FDCWD, root));
+}
+
+/* A missing cgroup is an error on every layout (the caller keeps what it knew). */
+TEST(oom_kills_missing) {
+        char root[] = "/tmp/pond-test-oom.XXXXXX";
+        uint64_t n = 42;
+
+        ASSERT_TRUE(mkdtemp(root) != NULL);
+        ASSERT_ERROR(ENOENT, cgroup_oom_kills_at(root, CGROUP_LAYOUT_UNIFIED, CG, &n));
+        ASSERT_ERROR(ENOENT, cgroup_oom_kills_at(root, CGROUP_LAYOUT_HYBRID, CG, &n));
+        ASSERT_ERROR(ENOENT, cgroup_oom_kills_at(root, CGROUP_LAYOUT_LEGACY, CG, &n));
+        ASSERT_EQ(42, n);
+        ASSERT_OK(rmdir(root));
+}
+
+/* pond's leaves below the scope: only on a unified layout (elsewhere nothing is touched), made when missing,
+ * the pid written to their cgroup.procs; a leaf name is one component. */
+TEST(v2_leaf_attach) {
+        char root[] = "/tmp/pond-test-leaf.XXXXXX";
+        _cleanup_free_ char *leaf = NULL, *procs = NULL, *text = NULL;
+        struct stat st;
+
+        ASSERT_TRUE(mkdtemp(root) != NULL);
+        ASSERT_TRUE(asprintf(&leaf, "%s" CG "/" CGROUP_LEAF_PIN, root) > 0);
+        ASSERT_TRUE(asprintf(&procs, "%s/cgroup.procs", leaf) > 0);
+        put(root, CG, "cgroup.procs", "");
+        ASSERT_ERROR(ENOENT, cgroup_v2_attach_leaf_at(root, CGROUP_LAYOUT_HYBRID, CG, CGROUP_LEAF_PIN, 1234));
+        ASSERT_ERROR(ENOENT, cgroup_v2_attach_leaf_at(root, CGROUP_LAYOUT_LEGACY, CG, CGROUP_LEAF_PIN, 1234));
+        ASSERT_TRUE(stat(leaf, &st) < 0 && errno == ENOENT);
+        ASSERT_ERROR(EINVAL, cgroup_v2_attach_leaf_at(root, CGROUP_LAYOUT_UNIFIED, CG, "../x", 1234));
+        ASSERT_ERROR(EINVAL, cgroup_v2_attach_leaf_at(root, CGROUP_LAYOUT_UNIFIED, CG, CGROUP_LEAF_PIN, 0));
+        /* a plain directory has no cgroup.procs of its own: the kernel's would be there */
+        ASSERT_ERROR(ENOENT, cgroup_v2_attach_leaf_at(root, CGROUP_LAYOUT_UNIFIED, CG, CGROUP_LEAF_PIN, 1234));
+        ASSERT_OK(stat(leaf, &st));
+        ASSERT_TRUE(S_ISDIR(st.st_mode));
+        put(root, CG "/" CGROUP_LEAF_PIN, "cgroup.procs", "");
+        ASSERT_OK(cgroup_v2_attach_leaf_at(root, CGROUP_LAYOUT_UNIFIED, CG, CGROUP_LEAF_PIN, 1234));
+        ASSERT_OK(read_full_file(procs, 64, &text, NULL));
+        ASSERT_STREQ("1234", text);
+        ASSERT_OK(rm_rf_at(AT_FDCWD, root));
 }
 
 TEST_MAIN()

@@ -97,7 +97,8 @@ int keys_generate(const char *dir) {
 
         if (sodium_init() < 0)
                 return -EIO;
-        if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+        /* 0755: the public keys (0644) are everyone's to verify results with; the secrets are 0600. */
+        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
                 return negative_errno();
         dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dirfd < 0)
