@@ -476,14 +476,20 @@ static int on_listen(sd_event_source *s, int fd, uint32_t revents, void *userdat
         return 0;
 }
 
-/* Who may connect besides root: the owner of the job's spool entry (pondctl wrote it). */
+/* Who may connect besides root: the job's submitter (job-accept-intake.c), a member of the group pond. */
 static uid_t job_owner(const Job *j) {
-        _cleanup_free_ char *spec = NULL;
-        struct stat st;
+        return j->input.have_submitter ? j->input.submitter.uid : 0;
+}
 
-        if (asprintf(&spec, "%s/job.json", j->paths.spool) < 0 || stat(spec, &st) < 0)
-                return 0;
-        return st.st_uid;
+/* RUNDIR/console: searchable by all, listable by none (tmpfiles makes it too); mode set past the unit's umask. */
+static int console_dir_make(const char *sock) {
+        _cleanup_free_ char *dir = strndup(sock, (size_t) (strrchr(sock, '/') - sock));
+
+        if (!dir)
+                return -ENOMEM;
+        if (mkdir(dir, 0711) < 0 && errno != EEXIST)
+                return -errno;
+        return chmod(dir, 0711) < 0 ? -errno : 0;
 }
 
 int job_console_watch(Job *j, sd_event *e, void (*closed)(void *userdata), void *userdata) {
@@ -496,9 +502,16 @@ int job_console_watch(Job *j, sd_event *e, void (*closed)(void *userdata), void 
         c->owner = job_owner(j);
         if (interactive(j) && !(c->out = malloc(CONSOLE_BACKLOG)))
                 return -ENOMEM;
+        r = console_dir_make(j->paths.console);
+        if (r < 0)
+                return log_error_errno(r, "Cannot make the directory of %s: %m", j->paths.console);
         r = console_listen(j->paths.console, SOCK_SEQPACKET, 0600, &c->listen);
         if (r < 0)
                 return log_error_errno(r, "Cannot listen on %s: %m", j->paths.console);
+        /* Connecting needs write access to the socket: the submitter's, besides root's. SO_PEERCRED checks the
+         * caller again. */
+        if (c->owner != 0 && chown(j->paths.console, c->owner, (gid_t) -1) < 0)
+                return log_error_errno(errno, "Cannot give %s to uid %u: %m", j->paths.console, (unsigned) c->owner);
         r = sd_event_add_io(e, &c->listen_src, c->listen, EPOLLIN, on_listen, j);
         if (r >= 0 && c->stdin_write >= 0) {
                 r = sd_event_add_io(e, &c->stdin_src, c->stdin_write, EPOLLOUT, on_stdin_writable, c);

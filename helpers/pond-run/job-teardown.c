@@ -142,6 +142,9 @@ static int remove_run_dir(Job *j) {
         _cleanup_close_ int pfd = -EBADF;
         const char *base = strrchr(j->paths.run, '/');
 
+        /* The console's relay socket lives beside the run directory (paths.h); normally gone already. */
+        if (unlink(j->paths.console) < 0 && errno != ENOENT)
+                return -errno;
         parent = strndup(j->paths.run, (size_t) (base - j->paths.run));
         if (!parent)
                 return -ENOMEM;

@@ -78,7 +78,7 @@ int job_paths_init(JobPaths *p, const char *id) {
             /* '+' ends it (no job id has one): runsc looks a container up by prefix, and "pond-job-1" was
              * ambiguous while "pond-job-10" existed (a job failed under load); "pond-job-1+" is not. */
             asprintf(&p->container, "pond-%s+", id) < 0 ||
-            asprintf(&p->console, "%s/jobs/%s/console.sock", rundir(), id) < 0 ||
+            asprintf(&p->console, "%s/console/%s.sock", rundir(), id) < 0 ||
             asprintf(&p->console_runtime, "%s/jobs/%s/console-runtime.sock", rundir(), id) < 0)
                 goto fail;
         for (PondSidecar s = 0; s < _POND_SIDECAR_MAX; s++)

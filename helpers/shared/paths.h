@@ -41,7 +41,8 @@ typedef struct JobPaths {
         char *scope;       /* pond-ID.scope */
         char *scope_cgroup;/* /pond.slice/pond-ID.scope: where systemd puts it (checked) */
         char *container;   /* pond-ID+ (prefix-free: runtimes may look ids up by prefix) */
-        char *console;     /* run/console.sock: attach and exec, root's (and the submitter's) alone (console.h) */
+        char *console;     /* RUNDIR/console/ID.sock: attach and exec, root's and the submitter's alone (console.h);
+                            * not below run/, which a member cannot search (a runc job's is its range's) */
         char *console_runtime; /* run/console-runtime.sock: where the runtime hands over a tty job's pty master */
         SidecarPaths sidecars[_POND_SIDECAR_MAX];
 } JobPaths;

@@ -48,6 +48,7 @@ done | sort -u
 for d in "$run/jobs/$id" "$run/egress/$id" "$run/broker/$id" "/run/pond-egress/$id" "/run/pond-broker/$id"; do
         [ ! -e "$d" ] || echo "directory: $d"
 done
+[ ! -e "$run/console/$id.sock" ] || echo "console socket: $run/console/$id.sock"
 [ ! -e "$run/net/job-$id" ] || echo "address lease of $id"
 if [ -d "$run/runtime" ]; then
         entries=$(ls -A "$run/runtime") || echo "cannot list $run/runtime"
@@ -73,7 +74,8 @@ done
 echo checked'
 
 # leftovers ID: prints whatever job ID left behind (empty when clean): mounts (in any mount namespace),
-# directories of the job and its sidecars, the address lease, runtime state, units, the scope and its cgroups
+# directories of the job and its sidecars, its console socket, the address lease, runtime state, units,
+# the scope and its cgroups
 leftovers() {
         local out rc
         out=$(in_box sh -c "$_leftovers_sh" sh "$1" "$POND_RUN" 2>&1)

@@ -95,6 +95,10 @@ t_fail "bob cannot stop alice's job (systemctl stop)" as bob systemctl stop "pon
 t_fail "alice cannot restart her own job (only start and stop are granted)" \
         as alice systemctl restart "pond-job@$a2.service"
 t_eq "alice's job still runs after bob's attempts" active "$(in_box systemctl is-active "pond-job@$a2.service")"
+# exec goes through the job's console socket (RUNDIR/console/ID.sock, 0600, its submitter's; SO_PEERCRED)
+t_eq "alice execs into her own running job (uid 1000 inside)" 1000 "$(pond_as alice exec "$a2" -- id -u 2>&1)"
+t_fail "bob cannot exec into alice's job" pond_as bob exec "$a2" -- id -u
+t_eq "control: root execs into alice's job" 1000 "$(pond exec "$a2" -- id -u 2>&1)"
 t_ok "alice cancels her own job" pond_as alice cancel "$a2"
 OUT=$(pond_as alice wait "$a2" 2>&1)
 t_eq "alice's wait of her cancelled job: exit 130" 130 "$?"

@@ -171,7 +171,7 @@ except OSError as e:
 s.send(b"X" + b"id\0-u\0")
 d = s.recv(70000)
 print("answer: %s %s" % (d[:1].decode(), d[1:].decode(errors="replace").strip()))'
-sock=$POND_RUN/jobs/$id/console.sock
+sock=$POND_RUN/console/$id.sock
 execs=$([ "$BACKEND" = runc ] && echo 6 || echo 5)
 t_like "control: root asking the console socket gets the exec's output" "^answer: O 1000" \
         "$(in_box python3 -c "$ASK" "$sock" 2>&1 | head -n 1)"
