@@ -17,7 +17,7 @@ for tool in systemd-nspawn dpkg-buildpackage dh lintian; do
         command -v "$tool" >/dev/null || t_skip_all "$tool not installed (tools/install-deps)"
 done
 
-plan 22
+plan 23
 work=$(mktemp -d /var/tmp/pond-test-deb.XXXXXX)
 box=deb-$$
 cleanup() {
@@ -73,10 +73,15 @@ t_eq "layout: units in systemd's unit directory, helpers, policy, tmpfiles.d, sy
                 /usr/lib/sysusers.d/pond.conf /usr/lib/systemd/catalog/pond.catalog \
                 /usr/share/doc/pond/egress.md; do [ -e "$f" ] || echo "missing $f"; done
                 man -w pondctl pond-run pond-policy >/dev/null || echo "man pages not found"; echo ok')"
-t_eq "state and key directories from tmpfiles.d" "755 711 700" \
-        "$(bx stat -c %a /var/lib/pond /run/pond /etc/pond/keys | tr '\n' ' ' | sed 's/ $//')"
-t_eq "postinst made the worker's key pairs: secret keys 0600 root's" "600 0 600 0" \
-        "$(bx stat -c '%a %u' /etc/pond/keys/sign.key /etc/pond/keys/seal.key | tr '\n' ' ' | sed 's/ $//')"
+# The key directory and the public keys are everyone's to verify with; the inbox is the group pond's
+# (sysusers.d before tmpfiles.d: docs/operations.md, "Who may use pond").
+t_eq "state, run, key and inbox directories from tmpfiles.d" "755 711 755 1731:pond" \
+        "$(bx stat -c %a /var/lib/pond /run/pond /etc/pond/keys | tr '\n' ' ')$(bx stat -c %a:%G /var/lib/pond/inbox)"
+t_eq "postinst made the worker's key pairs: secret keys 0600 root's, public keys 0644" "600 0 600 0 644 644" \
+        "$(bx stat -c '%a %u' /etc/pond/keys/sign.key /etc/pond/keys/seal.key | tr '\n' ' ')$(bx stat -c %a \
+                /etc/pond/keys/sign.pub /etc/pond/keys/seal.pub | tr '\n' ' ' | sed 's/ $//')"
+t_eq "the polkit rule for the group pond" "ok" \
+        "$(bx sh -c '[ -s /usr/share/polkit-1/rules.d/50-pond.rules ] && getent group pond >/dev/null && echo ok')"
 pub=$(bx cat /etc/pond/keys/sign.pub)
 t_like "sign.pub is a key" "^[A-Za-z0-9+/=]{40,}$" "$pub"
 # The keys are pinned by the control plane: reinstalling (or upgrading) must keep them.
