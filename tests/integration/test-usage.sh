@@ -45,9 +45,11 @@ if [ "$BACKEND" = runc ]; then
 else
         # runsc: the payload's figure is gVisor's clock of its task, which runs ahead of what the host
         # charged the sandbox's threads (760 to 851 ms of host user + system for 990 to 1000 ms measured
-        # inside, docs/testing.md); the host's figure is user or system time as the sentry's threads spent it
-        t_eq "cpu: user + system >= 60% of what the payload measured, and >= 500 ms" True "$(result_field "$id" \
-                "r['usage']['cpu_user_ms'] + r['usage']['cpu_system_ms'] >= max(500, 0.6 * $self_ms)")"
+        # inside, docs/testing.md; 587 ms for 1010 on a machine loaded far past its 2 CPUs, where the sentry's
+        # clock counts time its threads waited for a CPU); the host's figure is user or system time as the
+        # sentry's threads spent it. Half of it and 500 ms still tell real use from none.
+        t_eq "cpu: user + system >= 50% of what the payload measured, and >= 500 ms" True "$(result_field "$id" \
+                "r['usage']['cpu_user_ms'] + r['usage']['cpu_system_ms'] >= max(500, 0.5 * $self_ms)")"
 fi
 
 # --- memory: 200 MiB written (a bytes object of 200 MiB of 'x'), and a control that allocates nothing
