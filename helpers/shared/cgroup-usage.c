@@ -271,20 +271,16 @@ json_object *cgroup_usage_to_json(const CgroupUsage *u) {
 
 bool cgroup_usage_pin(const char *cgroup, pid_t pid) {
         static const char *const controllers[] = { "cpuacct", "blkio", "pids" };
-        char line[32];
         bool pids = false;
 
         if (pid <= 0 || !cgroup_layout_has_v1(cgroup_layout_detect(CGROUP_ROOT)))
                 return false;
-        snprintf(line, sizeof line, "%d", (int) pid);
         for (size_t i = 0; i < ELEMENTSOF(controllers); i++) {
-                _cleanup_free_ char *procs = NULL;
-                _cleanup_close_ int fd = -EBADF;
+                _cleanup_free_ char *dir = NULL;
 
-                if (asprintf(&procs, "%s/%s%s/cgroup.procs", CGROUP_ROOT, controllers[i], cgroup) < 0)
+                if (cgroup_v1_path(CGROUP_ROOT, controllers[i], cgroup, &dir) < 0)
                         continue;
-                fd = open(procs, O_WRONLY | O_CLOEXEC);
-                if (fd >= 0 && write_all(fd, line, strlen(line)) >= 0 && streq(controllers[i], "pids"))
+                if (cgroup_procs_add(dir, pid) >= 0 && streq(controllers[i], "pids"))
                         pids = true;
         }
         return pids;

@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* cgroup-util.c: the cgroup layout from statfs, and cgroup paths in v1 and v2 hierarchies. */
+/* cgroup-util.c: the cgroup layout from statfs, cgroup paths in v1 and v2 hierarchies, and moving a process
+ * into a cgroup. */
+#include <fcntl.h>
 #include <linux/magic.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/statfs.h>
 
 #include "cgroup-util.h"
+#include "fileio.h"
 
 static const char *const layout_table[_CGROUP_LAYOUT_MAX] = {
         [CGROUP_LAYOUT_UNIFIED] = "unified",
@@ -58,4 +62,20 @@ int cgroup_v2_path(const char *root, CgroupLayout layout, const char *cgroup, ch
                 return -ENOMEM;
         *ret = p;
         return 0;
+}
+
+int cgroup_procs_add(const char *dir, pid_t pid) {
+        _cleanup_free_ char *procs = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        char line[32];
+
+        if (pid <= 0)
+                return -EINVAL;
+        if (asprintf(&procs, "%s/cgroup.procs", dir) < 0)
+                return -ENOMEM;
+        fd = open(procs, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        snprintf(line, sizeof line, "%d", (int) pid);
+        return write_all(fd, line, strlen(line));
 }

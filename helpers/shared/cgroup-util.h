@@ -37,3 +37,6 @@ int cgroup_v1_path(const char *root, const char *controller, const char *cgroup,
 /* The cgroup in the v2 hierarchy of layout: root itself when unified, root/unified when hybrid;
  * -ENOMEDIUM for a layout without one. */
 int cgroup_v2_path(const char *root, CgroupLayout layout, const char *cgroup, char **ret);
+
+/* Moves pid into the cgroup at dir (a directory of a hierarchy: dir/cgroup.procs). */
+int cgroup_procs_add(const char *dir, pid_t pid);

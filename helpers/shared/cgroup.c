@@ -158,9 +158,7 @@ int cgroup_remove_leftovers(const char *scope_cgroup) {
 
 int cgroup_v2_attach_leaf_at(const char *root, CgroupLayout layout, const char *scope_cgroup, const char *leaf,
                              pid_t pid) {
-        _cleanup_free_ char *dir = NULL, *procs = NULL;
-        _cleanup_close_ int fd = -EBADF;
-        char line[32];
+        _cleanup_free_ char *dir = NULL, *leaf_dir = NULL;
         int r;
 
         if (layout != CGROUP_LAYOUT_UNIFIED)
@@ -170,18 +168,11 @@ int cgroup_v2_attach_leaf_at(const char *root, CgroupLayout layout, const char *
         r = cgroup_v2_path(root, layout, scope_cgroup, &dir);
         if (r < 0)
                 return r;
-        if (asprintf(&procs, "%s/%s", dir, leaf) < 0)
+        if (asprintf(&leaf_dir, "%s/%s", dir, leaf) < 0)
                 return -ENOMEM;
-        if (mkdir(procs, 0755) < 0 && errno != EEXIST)
+        if (mkdir(leaf_dir, 0755) < 0 && errno != EEXIST)
                 return -errno;
-        free(procs);
-        if (asprintf(&procs, "%s/%s/cgroup.procs", dir, leaf) < 0)
-                return -ENOMEM;
-        fd = open(procs, O_WRONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        snprintf(line, sizeof line, "%d", (int) pid);
-        return write_all(fd, line, strlen(line));
+        return cgroup_procs_add(leaf_dir, pid);
 }
 
 int cgroup_v2_attach_leaf(const char *scope_cgroup, const char *leaf, pid_t pid) {
@@ -222,9 +213,7 @@ int cgroup_read_procs(const char *cgroup_path, pid_t *pids, size_t max, size_t *
  * soon as the payload is dead. A process placed in the memcg (and only there: systemd and KillUnit see the
  * scope through another hierarchy) keeps it, and its oom_kill count, until the supervisor has read it. */
 int cgroup_oom_pin(const char *cgroup_path, pid_t pid) {
-        _cleanup_free_ char *dir = NULL, *procs = NULL;
-        _cleanup_close_ int fd = -EBADF;
-        char line[32];
+        _cleanup_free_ char *dir = NULL;
         int r;
 
         if (!cgroup_layout_has_v1(cgroup_layout_detect(CGROUP_ROOT)))
@@ -234,13 +223,7 @@ int cgroup_oom_pin(const char *cgroup_path, pid_t pid) {
         r = cgroup_v1_path(CGROUP_ROOT, "memory", cgroup_path, &dir);
         if (r < 0)
                 return r;
-        if (asprintf(&procs, "%s/cgroup.procs", dir) < 0)
-                return -ENOMEM;
-        fd = open(procs, O_WRONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        snprintf(line, sizeof line, "%d", (int) pid);
-        return write_all(fd, line, strlen(line));
+        return cgroup_procs_add(dir, pid);
 }
 
 /* The memcg's OOM notification (cgroup.event_control) fires when the memcg runs out of memory, but also
