@@ -4,7 +4,9 @@
  * pond-ID.scope, so the container's cgroup nests below the scope, while this supervisor stays in the job's
  * service: an OOM or fork bomb in the payload cannot reach the process that must clean up and sign. */
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <systemd/sd-daemon.h>
@@ -132,19 +134,97 @@ static int start_scope(Job *j) {
  * before job_collect() reads them: a sleeping child, never the OOM killer's choice, holds the payload's
  * memcg, cpuacct, blkio and pids cgroups (and so the scope's) until then. It is in no hierarchy a kill
  * enumerates: systemd's KillUnit and the runtime's kill (runc's devices cgroup) do not see it. */
-static void pin_oom_counters(Job *j, const char *payload) {
-        const char *pinned;
-        int r;
+#define PIN_CONTROLLERS 4
+static const char *const pin_controllers[PIN_CONTROLLERS] = { "memory", "cpuacct", "blkio", "pids" };
+enum { PIN_PLACED = 1 << 0, PIN_IN_PIDS = 1 << 1 }; /* the pin's report, one byte */
 
-        r = safe_fork("(pond-oom-pin)", FORK_EXEC_FLAGS, &j->runtime.oom_pin);
-        if (r < 0) {
-                log_warning_errno(r, "Cannot fork the OOM counter pin: %m");
-                return;
+/* The payload's v1 cgroup directories and their cgroup.procs, named before the fork. */
+typedef struct PinPlaces {
+        char *dirs[PIN_CONTROLLERS];
+        char *procs[PIN_CONTROLLERS];
+} PinPlaces;
+
+static void pin_places_done(PinPlaces *p) {
+        for (size_t i = 0; i < PIN_CONTROLLERS; i++) {
+                free(p->dirs[i]);
+                free(p->procs[i]);
         }
+}
+
+static int pin_places(const char *payload, PinPlaces *ret) {
+        for (size_t i = 0; i < PIN_CONTROLLERS; i++)
+                if (cgroup_v1_path(CGROUP_ROOT, pin_controllers[i], payload, &ret->dirs[i]) < 0 ||
+                    asprintf(&ret->procs[i], "%s/cgroup.procs", ret->dirs[i]) < 0)
+                        return -ENOMEM;
+        return 0;
+}
+
+/* mkdir -p below the hierarchy, without allocating: systemd realizes the slice and the scope only in some
+ * hierarchies (blkio not, here), and the runtime makes what is missing, as this does. */
+static void mkdir_parents(const char *dir) {
+        char buf[PATH_MAX];
+        size_t len = strlen(dir);
+
+        if (len >= sizeof buf)
+                return;
+        memcpy(buf, dir, len + 1);
+        for (char *p = buf + sizeof(CGROUP_ROOT); (p = strchr(p + 1, '/')); ) {
+                *p = '\0';
+                (void) mkdir(buf, 0755);
+                *p = '/';
+        }
+        (void) mkdir(buf, 0755);
+}
+
+static bool write_self(const char *procs) {
+        int fd = open(procs, O_WRONLY | O_CLOEXEC);
+        bool ok = fd >= 0 && write(fd, "0", 1) == 1; /* v1: 0 is the writer */
+
+        if (fd >= 0)
+                close(fd);
+        return ok;
+}
+
+/* In the pin, before its exec (only system calls: pond-run has threads, the input hash): into the payload's
+ * cgroups, made here when the runtime has not made them yet; the report says where it went. */
+static void pin_place_self(const PinPlaces *places, int report_fd) {
+        unsigned char report = 0;
+
+        for (size_t i = 0; i < PIN_CONTROLLERS; i++)
+                mkdir_parents(places->dirs[i]);
+        if (write_self(places->procs[0])) {
+                report = PIN_PLACED;
+                for (size_t i = 1; i < PIN_CONTROLLERS; i++)
+                        if (write_self(places->procs[i]) && streq(pin_controllers[i], "pids"))
+                                report |= PIN_IN_PIDS;
+        }
+        (void) write(report_fd, &report, 1);
+        close(report_fd);
+}
+
+/* The pin, forked. With places it puts itself there while the runtime creates the container: a v1 move
+ * waits for an RCU grace period (cgroup_threadgroup_rwsem) when no other move ran just before, 5-19 ms,
+ * which a move after the create step added to every launch (docs/benchmarks.md). */
+static int pin_fork(Job *j, const PinPlaces *places) {
+        _cleanup_close_ int report_read = -EBADF, report_write = -EBADF;
+        int pipe_fds[2], r;
+
+        if (places) {
+                if (pipe2(pipe_fds, O_CLOEXEC) < 0)
+                        return -errno;
+                report_read = pipe_fds[0];
+                report_write = pipe_fds[1];
+        }
+        r = safe_fork_full("(pond-oom-pin)", NULL, &report_write, places ? 1 : 0, FORK_EXEC_FLAGS,
+                           &j->runtime.oom_pin);
+        if (r < 0)
+                return r;
         if (r == 0) {
                 _cleanup_close_ int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
                 if (fd >= 0)
                         (void) write_all(fd, "-1000", 5);
+                if (places)
+                        pin_place_self(places, report_write);
                 /* A fork of pond-run holds a copy-on-write image of it (page tables, the pages either side
                  * writes later) for the whole job: pond-run and the fork measured 5.9 MiB of PSS together, with
                  * sleep(1) as the pin 5.4. It holds the cgroups as well; the parent death signal and
@@ -152,6 +232,55 @@ static void pin_oom_counters(Job *j, const char *payload) {
                 execv("/usr/bin/sleep", (char *[]) { (char *) "pond-oom-pin", (char *) "infinity", NULL });
                 for (;;)
                         pause();
+        }
+        j->runtime.pin_report = TAKE_FD(report_read);
+        return 0;
+}
+
+/* Before the create step is let go, where the runtime keeps a payload cgroup that exists (v1 only: on v2
+ * the pin goes to a leaf of the scope after the create, below). A failure here only leaves the pin to
+ * pin_oom_counters(), as before. */
+static void pin_oom_counters_early(Job *j) {
+        _cleanup_(pin_places_done) PinPlaces places = {};
+        _cleanup_free_ char *payload = NULL;
+        int r;
+
+        if (!j->input.provider->payload_cgroup_may_exist || !cgroup_layout_has_v1(cgroup_layout_detect(CGROUP_ROOT)))
+                return;
+        if (asprintf(&payload, "%s/payload", j->paths.scope_cgroup) < 0 || pin_places(payload, &places) < 0)
+                return;
+        r = pin_fork(j, &places);
+        if (r < 0)
+                log_debug_errno(r, "Cannot fork the OOM counter pin before the create step: %m");
+}
+
+/* The report of a pin that placed itself, once it has made it (it writes before its exec). */
+static bool pin_placed(Job *j) {
+        unsigned char report = 0;
+        ssize_t n;
+
+        if (j->runtime.pin_report < 0)
+                return false;
+        n = read(j->runtime.pin_report, &report, 1);
+        j->runtime.pin_report = safe_close(j->runtime.pin_report);
+        if (n != 1 || !(report & PIN_PLACED))
+                return false;
+        j->runtime.pin_in_pids = report & PIN_IN_PIDS;
+        return true;
+}
+
+static void pin_oom_counters(Job *j, const char *payload) {
+        const char *pinned;
+        int r;
+
+        if (pin_placed(j))
+                return;
+        if (j->runtime.oom_pin.pid <= 0) {
+                r = pin_fork(j, NULL);
+                if (r < 0) {
+                        log_warning_errno(r, "Cannot fork the OOM counter pin: %m");
+                        return;
+                }
         }
         r = cgroup_oom_pin(payload, j->runtime.oom_pin.pid);
         if (r >= 0)
@@ -250,6 +379,7 @@ int job_create_in_scope(Job *j) {
         if (r < 0 && r != -ENOENT)
                 return log_error_errno(r, "Cannot move the runtime's create step into %s/%s: %m",
                                        j->paths.scope_cgroup, CGROUP_LEAF_RUNTIME);
+        pin_oom_counters_early(j);
         if (write(go, "g", 1) != 1)
                 return -errno;
         r = wait_create(&j->runtime);
@@ -268,6 +398,7 @@ int job_create_in_scope(Job *j) {
 void job_runtime_done(JobRuntime *rt) {
         sigkill_wait(&rt->create); /* normally reaped already (wait_create, job_collect) */
         sigkill_wait(&rt->oom_pin); /* normally killed by job_collect() once the counters are read */
+        safe_close(rt->pin_report);
         if (rt->log_open)
                 output_log_close(&rt->log);
         for (int i = 0; i < 2; i++) {

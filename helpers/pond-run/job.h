@@ -133,6 +133,7 @@ typedef struct JobRuntime {
         PidRef oom_pin;                 /* a sleeping process in the payload's v1 memcg only: keeps the memcg
                                          * and its oom_kill count until job_collect() has read them */
         bool pin_in_pids;               /* oom_pin is in the v1 pids hierarchy too: it adds one to pids.peak */
+        int pin_report;                 /* the pin's report of where it placed itself (job-create.c), or -EBADF */
         pid_t helpers[JOB_RUNTIME_HELPERS_MAX]; /* the runtime's processes in the scope that are this
                                          * supervisor's children, beside the init (runsc's gofer) */
         char helper_names[JOB_RUNTIME_HELPERS_MAX][32];
@@ -243,7 +244,7 @@ typedef struct Job {
 
 #define INPUT_HASH_NULL { .checkout_fd = -EBADF }
 #define JOB_RUNTIME_NULL { .create = PIDREF_NULL, .out_pipe = { -EBADF, -EBADF }, .err_pipe = { -EBADF, -EBADF }, \
-                           .oom_fds = { -EBADF, -EBADF }, .oom_pin = PIDREF_NULL }
+                           .oom_fds = { -EBADF, -EBADF }, .oom_pin = PIDREF_NULL, .pin_report = -EBADF }
 #define JOB_CONSOLE_NULL { .runtime_listen = -EBADF, .master = -EBADF, .stdin_write = -EBADF, .listen = -EBADF }
 #define JOB_OUTCOME_NULL { .exit_status = -1, .usage = CGROUP_USAGE_NULL }
 #define JOB_USERNS_NULL { .fd = -EBADF }

@@ -66,5 +66,6 @@ const RuntimeProvider runtime_runc = {
         .delete_argv = runc_delete_argv,
         .exec_argv = runc_exec_argv,
         .exec_keeps_seccomp = true,
+        .payload_cgroup_may_exist = true,
         .has_state = runtime_state_dir_exists,
 };

@@ -59,6 +59,10 @@ typedef struct RuntimeProvider {
         /* Its exec applies the container's seccomp filter to the new process (runc does; runsc installs the
          * OCI filter on the container's first process only, so a confined job's exec is refused there). */
         bool exec_keeps_seccomp;
+        /* Its create step takes a payload cgroup (config.json's cgroupsPath) that already exists and applies
+         * the job's limits to it all the same (runc). runsc takes one as its caller's and leaves it as it is:
+         * only where this is set may pond make the payload's cgroups before the create step does. */
+        bool payload_cgroup_may_exist;
         /* Whether the runtime holds state for the container (then delete must run). */
         bool (*has_state)(const RuntimeJob *j);
         /* Optional: removes what delete leaves when the sandbox died first (runsc's lock file). */
