@@ -164,16 +164,24 @@ int scope_start(sd_bus *bus, const char *unit, pid_t pid, const ScopeLimits *lim
         return call_and_wait_job(bus, m, unit);
 }
 
-int unit_start_begin(sd_bus *bus, const char *unit, UnitStart **ret) {
+static int unit_job_begin(sd_bus *bus, const char *method, const char *unit, UnitStart **ret) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
         int r;
 
-        r = sd_bus_message_new_method_call(bus, &m, SD_DESTINATION, SD_PATH, SD_MANAGER, "StartUnit");
+        r = sd_bus_message_new_method_call(bus, &m, SD_DESTINATION, SD_PATH, SD_MANAGER, method);
         if (r >= 0)
                 r = sd_bus_message_append(m, "ss", unit, "replace");
         if (r < 0)
                 return r;
         return call_begin(bus, m, unit, ret);
+}
+
+int unit_start_begin(sd_bus *bus, const char *unit, UnitStart **ret) {
+        return unit_job_begin(bus, "StartUnit", unit, ret);
+}
+
+int unit_restart_begin(sd_bus *bus, const char *unit, UnitStart **ret) {
+        return unit_job_begin(bus, "RestartUnit", unit, ret);
 }
 
 static int manager_call(sd_bus *bus, const char *method, const char *types, ...) {

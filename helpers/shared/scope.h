@@ -35,6 +35,8 @@ int scope_stop(sd_bus *bus, const char *unit);
  * start job is done (for Type=notify: until READY=1). finish frees the handle, success or not. */
 typedef struct UnitStart UnitStart;
 int unit_start_begin(sd_bus *bus, const char *unit, UnitStart **ret);
+/* The same for a restart (a unit that is not running is started). */
+int unit_restart_begin(sd_bus *bus, const char *unit, UnitStart **ret);
 int unit_start_finish(sd_bus *bus, UnitStart *s);
 UnitStart *unit_start_free(UnitStart *s);
 static inline void unit_start_freep(UnitStart **s) {

@@ -95,14 +95,14 @@ t_eq "nothing of pond runs after the install" "" \
 
 # --- systemd-analyze verify on every unit (Documentation=man: resolved by man-db), and a control unit naming a
 # page that does not exist, which verify must report
-findings=$(bx sh -c 'for u in pond-job@v.service pond-egress@v.service pond-broker@v.service pond.slice; do
+findings=$(bx sh -c 'for u in pond-job@v.service pond-sandbox.service pond-egress@v.service pond-broker@v.service pond.slice; do
         systemd-analyze verify "$u" 2>&1 | sed "s/^/$u: /"; done')
 t_eq "systemd-analyze verify: clean on every unit" "" "$findings"
 t_like "control: verify reports a Documentation= page that is not installed" "pond-no-such-page" \
         "$(bx sh -c 'mkdir -p /run/pond-deb-control && sed "s/^Documentation=.*/Documentation=man:pond-no-such-page(8)/" \
                 /lib/systemd/system/pond.slice >/run/pond-deb-control/pond-control.slice &&
                 systemd-analyze verify /run/pond-deb-control/pond-control.slice 2>&1')"
-for u in pond-job@v.service pond-egress@v.service pond-broker@v.service; do
+for u in pond-job@v.service pond-sandbox.service pond-egress@v.service pond-broker@v.service; do
         diag "systemd-analyze security $u: $(bx systemd-analyze security --no-pager "$u" 2>&1 | tail -n 1)"
 done
 

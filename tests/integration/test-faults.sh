@@ -236,8 +236,9 @@ if [ "$BACKEND" = runsc ]; then
 
         # A crashed sentry exits 2, as a payload's `exit 2` does: its crash report (--panic-log) tells them
         # apart. The crash is gVisor's own test switch (a payload's afs_syscall panics the sentry), given to runsc
-        # by a wrapper bound over /usr/bin/runsc for that one job's unit; profile none, whose payload has no
-        # seccomp filter to refuse the syscall. Both files in /var/lib: pond-job@'s PrivateTmp hides /var/tmp.
+        # by a wrapper bound over /usr/bin/runsc for that one job, in the supervisors' sandbox (pond-sandbox.service,
+        # restarted around the job: its namespace is the one the supervisor copies); profile none, whose payload
+        # has no seccomp filter to refuse the syscall. Both files in /var/lib: the supervisor's /tmp is its own.
         in_box sh -c 'mkdir -p /var/lib/pond-test-runsc && cp /usr/bin/runsc /var/lib/pond-test-runsc/real &&
                 printf "#!/bin/sh\nexec /var/lib/pond-test-runsc/real --TESTONLY-afs-syscall-panic \"\$@\"\n" \
                         >/var/lib/pond-test-runsc/panic && chmod 755 /var/lib/pond-test-runsc/panic'
@@ -246,11 +247,11 @@ if [ "$BACKEND" = runsc ]; then
                 [ "$kind" = exit2 ] ||
                         cmd=(python3 -c 'import ctypes; print("running", flush=True); ctypes.CDLL(None).syscall(183)')
                 id=$(new_id "dying-$kind")
-                d=/run/systemd/system/pond-job@$id.service.d
+                d=/run/systemd/system/pond-sandbox.service.d
                 in_box sh -c "mkdir -p $d && printf '[Service]\nBindReadOnlyPaths=/var/lib/pond-test-runsc/panic:/usr/bin/runsc\n' \
-                        >$d/panic.conf && systemctl daemon-reload"
+                        >$d/panic.conf && systemctl daemon-reload && systemctl restart pond-sandbox.service"
                 killed_run "$id" none none -- "${cmd[@]}"
-                in_box sh -c "rm -rf $d && systemctl daemon-reload"
+                in_box sh -c "rm -rf $d && systemctl daemon-reload && systemctl restart pond-sandbox.service"
                 if [ "$kind" = crash ]; then
                         t_eq "runsc: a sentry that crashed fails the job, with no exit code" "failed None None" \
                                 "$ST $RC_SIG"
