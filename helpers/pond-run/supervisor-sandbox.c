@@ -30,22 +30,6 @@
  * the host's, and is restarted rather than used. */
 static const char *const sandbox_fixed_paths[] = { "/run/netns", "/run/pond-egress", "/run/pond-broker" };
 
-static int holder_pid(sd_bus *bus, uint32_t *ret) {
-        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        _cleanup_free_ char *object = NULL;
-        int r;
-
-        r = sd_bus_path_encode("/org/freedesktop/systemd1/unit", SUPERVISOR_SANDBOX_UNIT, &object);
-        if (r < 0)
-                return r;
-        r = sd_bus_get_property_trivial(bus, "org.freedesktop.systemd1", object, "org.freedesktop.systemd1.Service",
-                                        "MainPID", &error, 'u', ret);
-        if (r < 0)
-                return log_debug_errno(r, "Cannot read the MainPID of %s: %s", SUPERVISOR_SANDBOX_UNIT,
-                                       error.message ?: "?");
-        return 0;
-}
-
 /* The same directory as the host's (the manager's namespace: PID 1's root), and writable here. */
 static bool path_current(const char *path) {
         _cleanup_free_ char *host_path = NULL;
@@ -81,7 +65,7 @@ static int join_holder(sd_bus *bus) {
         uint32_t pid = 0;
         int r;
 
-        r = holder_pid(bus, &pid);
+        r = unit_main_pid(bus, SUPERVISOR_SANDBOX_UNIT, &pid);
         if (r < 0)
                 return r;
         if (pid == 0)

@@ -223,16 +223,35 @@ int scope_attach(sd_bus *bus, const char *unit, pid_t pid) {
         return manager_call(bus, "AttachProcessesToUnit", "ssau", unit, "", 1, (uint32_t) pid);
 }
 
+/* The unit's object path on the bus, or NULL (out of memory). */
+static char *unit_object(const char *unit) {
+        char *object = NULL;
+
+        return sd_bus_path_encode("/org/freedesktop/systemd1/unit", unit, &object) < 0 ? NULL : object;
+}
+
 static int unit_get_string(sd_bus *bus, const char *unit, const char *iface, const char *property,
                            char **ret) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        _cleanup_free_ char *object = NULL;
+        _cleanup_free_ char *object = unit_object(unit);
+
+        if (!object)
+                return -ENOMEM;
+        return sd_bus_get_property_string(bus, SD_DESTINATION, object, iface, property, &error, ret);
+}
+
+int unit_main_pid(sd_bus *bus, const char *unit, uint32_t *ret) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_free_ char *object = unit_object(unit);
         int r;
 
-        r = sd_bus_path_encode("/org/freedesktop/systemd1/unit", unit, &object);
+        if (!object)
+                return -ENOMEM;
+        r = sd_bus_get_property_trivial(bus, SD_DESTINATION, object, "org.freedesktop.systemd1.Service", "MainPID",
+                                        &error, 'u', ret);
         if (r < 0)
-                return r;
-        return sd_bus_get_property_string(bus, SD_DESTINATION, object, iface, property, &error, ret);
+                log_debug_errno(r, "Cannot read the MainPID of %s: %s", unit, error.message ?: "?");
+        return r;
 }
 
 int unit_cgroup_path(sd_bus *bus, const char *unit, char **ret) {

@@ -52,5 +52,8 @@ int unit_is_stopping(sd_bus *bus, const char *unit);
 /* The unit's ActiveState ("active", "failed", ...). */
 int unit_active_state(sd_bus *bus, const char *unit, char **ret);
 
+/* A service's main process (the MainPID property; 0 when it runs none). */
+int unit_main_pid(sd_bus *bus, const char *unit, uint32_t *ret);
+
 /* The unit's cgroup path relative to a hierarchy root (the ControlGroup property). */
 int unit_cgroup_path(sd_bus *bus, const char *unit, char **ret);
