@@ -379,6 +379,10 @@ int job_create_in_scope(Job *j) {
         if (r < 0 && r != -ENOENT)
                 return log_error_errno(r, "Cannot move the runtime's create step into %s/%s: %m",
                                        j->paths.scope_cgroup, CGROUP_LEAF_RUNTIME);
+        /* The job's network, made meanwhile (job_network_begin()): the container goes nowhere without it. */
+        r = job_network_finish(j);
+        if (r < 0)
+                return r;
         pin_oom_counters_early(j);
         if (write(go, "g", 1) != 1)
                 return -errno;

@@ -4,8 +4,11 @@
  * network; and the job's sidecars, configured for the job's address and started (they come up while the
  * runtime creates the container). Profile none keeps the host's network and has no sidecars. */
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "job.h"
 #include "image.h"
@@ -72,14 +75,36 @@ int job_network_lease(Job *j) {
         return r;
 }
 
-int job_network(Job *j) {
-        NetPosture posture = j->input.resolved->net;
+#define SETUP_ERROR_MAX 512
+
+/* The child: everything job_net_setup() makes, or its error on the pipe (it removes what it made). */
+static _noreturn_ void setup_child(Job *j, const uint16_t *ports, size_t n_ports, int error_fd) {
         _cleanup_free_ char *err = NULL;
-        uint16_t ports[2];
-        size_t n_ports = 0;
+        JobNet net;
         int r;
 
-        if (posture == NET_OPEN)
+        r = job_net_setup(j->paths.id, j->paths.rundir, j->userns.fd, &j->network.net.lease, ports, n_ports, &net,
+                          &err);
+        if (r < 0) {
+                const char *why = err ?: strerror(-r);
+                (void) write(error_fd, why, MIN(strlen(why), (size_t) SETUP_ERROR_MAX - 1));
+                _exit(EXIT_FAILURE);
+        }
+        _exit(EXIT_SUCCESS);
+}
+
+/* The namespace, the veth and the rules are made by a child while the supervisor stages the workspace,
+ * writes the bundle and has the scope made: 9-10 ms that were in series before the runtime's create step
+ * (docs/benchmarks.md). Their names come from the job id, so the bundle can name the namespace now; the
+ * container is let go only once the child has ended well. */
+int job_network_begin(Job *j) {
+        _cleanup_close_ int error_read = -EBADF, error_write = -EBADF;
+        uint16_t ports[2];
+        size_t n_ports = 0;
+        JobNet names;
+        int fds[2], r;
+
+        if (j->input.resolved->net == NET_OPEN)
                 return 0;
         if (!j->network.leased)
                 return -EINVAL;
@@ -88,17 +113,52 @@ int job_network(Job *j) {
                 ports[n_ports++] = NET_BROKER_PORT;
         if (j->sidecars[POND_SIDECAR_EGRESS].config)
                 ports[n_ports++] = NET_PROXY_PORT;
-        r = job_net_setup(j->paths.id, j->paths.rundir, j->userns.fd, &j->network.net.lease, ports, n_ports,
-                          &j->network.net, &err);
-        if (r < 0) {
-                log_error_errno(r, "Cannot set up the job's network: %s", err ?: strerror(-r));
-                return job_fail(j, r, "cannot set up the job's network");
-        }
+        if (pipe2(fds, O_CLOEXEC) < 0)
+                return -errno;
+        error_read = fds[0];
+        error_write = fds[1];
+        r = safe_fork_full("(pond-net)", NULL, (const int[]) { error_write, j->userns.fd }, j->userns.fd >= 0 ? 2 : 1,
+                           FORK_EXEC_FLAGS, &j->network.setup);
+        if (r < 0)
+                return job_fail(j, log_error_errno(r, "Cannot fork the job's network set-up: %m"),
+                                "cannot set up the job's network");
+        if (r == 0)
+                setup_child(j, ports, n_ports, error_write);
+        job_net_names(j->paths.id, &names);
+        names.lease = j->network.net.lease;
+        j->network.net = names;
         j->network.up = true;
+        j->network.setup_error = TAKE_FD(error_read);
         return 0;
 }
 
+int job_network_finish(Job *j) {
+        char err[SETUP_ERROR_MAX] = "";
+        siginfo_t si = {};
+        ssize_t n;
+        int r;
+
+        if (j->network.setup.pid <= 0)
+                return 0;
+        r = pidref_wait_or_kill(&j->network.setup, NETWORK_SETUP_USEC, &si);
+        if (r >= 0 && siginfo_exited_ok(&si))
+                return 0;
+        /* The child has ended: what it wrote (one write, below PIPE_BUF) is all in the pipe. */
+        if (j->network.setup_error >= 0 && (n = read(j->network.setup_error, err, sizeof err - 1)) > 0)
+                err[n] = '\0';
+        j->network.up = false;
+        log_error_errno(r < 0 ? r : EIO, "Cannot set up the job's network: %s", *err ? err :
+                        r < 0 ? strerror(-r) : "the set-up failed");
+        return job_fail(j, r < 0 ? r : -EIO, "cannot set up the job's network");
+}
+
+void job_network_stop(JobNetwork *n) {
+        sigkill_wait(&n->setup);
+        n->setup_error = safe_close(n->setup_error);
+}
+
 void job_network_done(JobNetwork *n) {
+        job_network_stop(n);
         strv_freep(&n->env);
-        *n = (JobNetwork) {};
+        *n = (JobNetwork) JOB_NETWORK_NULL;
 }

@@ -121,6 +121,7 @@ static int remove_cgroups(Job *j) {
 }
 
 static int remove_network(Job *j) {
+        job_network_stop(&j->network); /* a set-up still running (a failure before the create) ends first */
         return job_net_teardown(j->paths.id, j->paths.rundir);
 }
 

@@ -32,6 +32,8 @@
 
 /* Each of the runtime's create and start steps may take this long. */
 #define RUNTIME_STEP_USEC (60ULL * 1000 * 1000)
+/* The child making the job's namespace, veth and rules (milliseconds, normally). */
+#define NETWORK_SETUP_USEC (60ULL * 1000 * 1000)
 /* The runtime's own files in the job's run directory: its log, and its crash report (runsc). */
 #define JOB_RUNTIME_LOG "runtime.log"
 #define JOB_RUNTIME_PANIC_LOG "runtime-panic.log"
@@ -93,7 +95,10 @@ typedef struct JobStaging {
 typedef struct JobNetwork {
         JobNet net;
         bool leased;                    /* net.lease holds the job's addresses (job_network_lease()) */
-        bool up;
+        bool up;                        /* the job has its namespace at net.netns_path (once setup has ended
+                                         * well: the container is not let go before, job_network_finish()) */
+        PidRef setup;                   /* the child making namespace, veth and rules, until it has ended */
+        int setup_error;                /* its error message, a pipe's read end, or -EBADF */
         char **env;                     /* proxy, broker and CA variables; the broker's dummy keys and URLs */
 } JobNetwork;
 
@@ -249,8 +254,9 @@ typedef struct Job {
 #define JOB_OUTCOME_NULL { .exit_status = -1, .usage = CGROUP_USAGE_NULL }
 #define JOB_USERNS_NULL { .fd = -EBADF }
 #define JOB_RESULT_NULL { .results_fd = -EBADF, .staged_fd = -EBADF }
+#define JOB_NETWORK_NULL { .setup = PIDREF_NULL, .setup_error = -EBADF }
 #define JOB_NULL { .admission = { .queue_fd = -EBADF }, .input_hash = INPUT_HASH_NULL, .userns = JOB_USERNS_NULL, \
-                   .runtime = JOB_RUNTIME_NULL, .console = JOB_CONSOLE_NULL, \
+                   .runtime = JOB_RUNTIME_NULL, .console = JOB_CONSOLE_NULL, .network = JOB_NETWORK_NULL, \
                    .outcome = JOB_OUTCOME_NULL, .result = JOB_RESULT_NULL }
 
 /* job.c: the job's id and paths, its failure reason, and freeing it. */
@@ -311,9 +317,14 @@ int job_input_hash_result(InputHash *h, const char *spec, size_t spec_len, const
                           const char **ret_hex);
 void job_input_hash_done(InputHash *h);
 
-/* 3. job-network.c: namespace, veth, nftables; the sidecars' configurations written and units started. */
+/* 3. job-network.c: namespace, veth, nftables; the sidecars' configurations written and units started.
+ *    job_network_begin() forks the child that makes them while the supervisor goes on staging;
+ *    job_network_finish() waits for it (before the container is let go); job_network_stop() kills and reaps
+ *    it (the teardown, before it removes the network). */
 int job_network_lease(Job *j);
-int job_network(Job *j);
+int job_network_begin(Job *j);
+int job_network_finish(Job *j);
+void job_network_stop(JobNetwork *n);
 void job_network_done(JobNetwork *n);
 
 /*    job-sidecar.c: the sidecar units, one table (pond-egress@ID, pond-broker@ID), one contract: a JSON

@@ -87,7 +87,8 @@ int supervise(const char *job_id) {
                 return r;
         }
         /* The sidecars' units start first (they take longest to come up), then the job's uid range and user
-         * namespace, its network (owned by that namespace), its workspace. */
+         * namespace, its network (owned by that namespace; made by a child while the workspace, the bundle and
+         * the scope are: job_network_begin(), waited for before the container is let go), its workspace. */
         if (r >= 0)
                 r = job_stage(&j);
         if (r >= 0)
@@ -95,7 +96,7 @@ int supervise(const char *job_id) {
         if (r >= 0)
                 r = job_userns(&j);
         if (r >= 0)
-                r = job_network(&j);
+                r = job_network_begin(&j);
         if (r >= 0)
                 r = job_stage_workspace(&j);
         if (r >= 0)

@@ -292,6 +292,22 @@ else
 fi
 t_eq "after the runtime's deaths, the host's pond state is back to what it was" "$base" "$(host_state)"
 
+# The job's network fails to come up (its host-side interface name taken beforehand): the set-up runs beside
+# the staging (job_network_begin()), and the container is never let go without it. The job fails with the
+# reason, the payload never ran, and nothing of it is left (the taken name included: the teardown removes by
+# name, as it would a veth of the job's; the box has no dummy links, so the name is taken by a veth pair).
+id=$(new_id netfail)
+ifname=pv$(python3 -c 'import hashlib, sys; print(hashlib.sha256(sys.argv[1].encode()).hexdigest()[:12])' "$id")
+in_box ip link add "$ifname" type veth peer name "x$ifname"
+run_job "$id" --profile untrusted-code-write -- sh -c 'echo ran'
+t_eq "a network that cannot be set up fails the job, with the reason" "failed cannot set up the job's network" \
+        "$(result_field "$id" 'r["status"] + " " + (r["reason"] or "")')"
+t_like "... the journal says what failed" "Cannot set up the job's network: cannot create the veth pair" \
+        "$(in_box journalctl -q -o cat "POND_JOB_ID=$id" 2>&1)"
+t_eq "... and its payload never ran" "" "$(pond logs "$id" 2>/dev/null)"
+t_clean "... and nothing of it is left" "$id"
+in_box ip link del "$ifname" 2>/dev/null || true
+
 # A stop that kills the supervisor before it has blocked its signals (too narrow a window to hit at random):
 # the cleanup signs what systemd's environment says, a stop is "cancelled", a SIGKILL "failed".
 for c in "TERM success cancelled" "KILL signal failed"; do
