@@ -232,6 +232,13 @@ static int report_no_result(const CtlWait *w, const char *unit) {
         return CTL_EXIT_FAILED;
 }
 
+/* -H: the Ctrl-C that killed the ssh under the bus (it is in our process group) is the one the handler has
+ * counted by the time the dead connection is seen (the signal is delivered on the way back from that very
+ * call): the loop goes round once more to cancel over a new connection instead of failing on the old one. */
+static bool remote_interrupted(const CtlWait *w, int handled) {
+        return w->fetch && !w->reconnected && cancel_requests > handled;
+}
+
 /* Returns 0 once the result exists, else the exit status to fail with. The unit may still be tearing the
  * job down: nothing in the result changes after it is renamed into place, and a result written by the
  * cleanup (the supervisor died) is there only once the cleanup has written it. */
@@ -256,7 +263,7 @@ static int wait_loop(CtlWait *w, const char *unit, const char *result_json, bool
                 if (due) {
                         *changed = false;
                         r = ctl_unit_get_state(w->bus, unit, false, &st);
-                        if (r == -EINTR)
+                        if (r == -EINTR || (r < 0 && remote_interrupted(w, handled)))
                                 continue;
                         if (r < 0) {
                                 log_error_errno(r, "Cannot get the state of %s: %m", unit);
@@ -277,6 +284,8 @@ static int wait_loop(CtlWait *w, const char *unit, const char *result_json, bool
                          * over ssh); here, a stopped unit without a result has none. */
                         return w->fetch ? 0 : report_no_result(w, unit);
                 r = tick(w->bus);
+                if (r < 0 && remote_interrupted(w, handled))
+                        continue;
                 if (r < 0) {
                         log_error_errno(r, "Lost the system bus while waiting for %s: %m", unit);
                         return CTL_EXIT_FAILED;
