@@ -134,8 +134,8 @@ static int start_scope(Job *j) {
  * before job_collect() reads them: a sleeping child, never the OOM killer's choice, holds the payload's
  * memcg, cpuacct, blkio and pids cgroups (and so the scope's) until then. It is in no hierarchy a kill
  * enumerates: systemd's KillUnit and the runtime's kill (runc's devices cgroup) do not see it. */
-#define PIN_CONTROLLERS 4
-static const char *const pin_controllers[PIN_CONTROLLERS] = { "memory", "cpuacct", "blkio", "pids" };
+static const char *const pin_controllers[] = { "memory", CGROUP_USAGE_V1_CONTROLLERS }; /* as the late pin */
+#define PIN_CONTROLLERS ELEMENTSOF(pin_controllers)
 enum { PIN_PLACED = 1 << 0, PIN_IN_PIDS = 1 << 1 }; /* the pin's report, one byte */
 
 /* The payload's v1 cgroup directories and their cgroup.procs, named before the fork. */

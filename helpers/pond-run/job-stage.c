@@ -64,7 +64,8 @@ int job_stage(Job *j) {
         sd_notify(false, "STATUS=staging");
         if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
                 return -errno;
-        r = sd_bus_open_system(&j->bus);
+        /* The supervisor's sandbox may have connected already (supervisor-sandbox.c). */
+        r = j->bus ? 0 : sd_bus_open_system(&j->bus);
         if (r < 0)
                 return log_error_errno(r, "Cannot connect to the system bus: %m");
         /* Authenticated now, not at the first call: the bus daemon closes a connection that has not

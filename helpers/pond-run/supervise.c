@@ -70,7 +70,7 @@ int supervise(const char *job_id) {
         if (r != POND_RUN_EXIT_OK)
                 return r;
         /* Before anything else runs or reads the spec: the supervisor's mount sandbox, or no job. */
-        r = supervisor_sandbox_enter(j.paths.service);
+        r = supervisor_sandbox_enter(j.paths.service, &j.bus);
         if (r < 0) {
                 job_fail(&j, r, "the supervisors' sandbox (%s) is not available, and no job runs without it "
                          "(systemctl status %s)", SUPERVISOR_SANDBOX_UNIT, SUPERVISOR_SANDBOX_UNIT);
@@ -186,11 +186,11 @@ int supervise_cleanup(const char *job_id) {
                 return log_error_errno(r, "Invalid job id '%s'.", job_id);
         drop_absent_credentials();
         /* Without the sandbox the cleanup still runs: what a job left behind must go in any case. */
-        r = supervisor_sandbox_enter(j.paths.service);
+        r = supervisor_sandbox_enter(j.paths.service, &j.bus);
         if (r < 0)
                 log_warning_errno(r, "Cleaning up %s outside the supervisors' sandbox (%s): %m", job_id,
                                   SUPERVISOR_SANDBOX_UNIT);
-        r = sd_bus_open_system(&j.bus);
+        r = j.bus ? 0 : sd_bus_open_system(&j.bus);
         if (r < 0)
                 ret = log_error_errno(r, "Cannot connect to the system bus to stop %s: %m", j.paths.scope);
         /* Whatever the supervisor had started: it can no longer say, so every sidecar and every provider. */

@@ -181,8 +181,7 @@ static int enter(sd_bus *bus, int host_ns, int credentials) {
         return private_copy(credentials);
 }
 
-int supervisor_sandbox_enter(const char *service) {
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+int supervisor_sandbox_enter(const char *service, sd_bus **bus) {
         _cleanup_free_ char *unit = NULL;
         _cleanup_close_ int host_ns = -EBADF, credentials = -EBADF;
         int r;
@@ -190,14 +189,16 @@ int supervisor_sandbox_enter(const char *service) {
         /* Run by hand (tests, a demo) there is no unit, and no sandbox either, as before. */
         if (sd_pid_get_unit(0, &unit) < 0 || !streq(unit, service))
                 return 0;
-        r = sd_bus_open_system(&bus);
-        if (r < 0)
-                return log_error_errno(r, "Cannot connect to the system bus: %m");
+        if (!*bus) {
+                r = sd_bus_open_system(bus);
+                if (r < 0)
+                        return log_error_errno(r, "Cannot connect to the system bus: %m");
+        }
         host_ns = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
         if (host_ns < 0)
                 return -errno;
         credentials = credentials_clone();
-        r = enter(bus, host_ns, credentials);
+        r = enter(*bus, host_ns, credentials);
         if (r < 0 && setns(host_ns, CLONE_NEWNS) < 0)
                 return log_error_errno(errno, "Cannot return to the unit's own mount namespace: %m");
         return r;

@@ -270,7 +270,7 @@ json_object *cgroup_usage_to_json(const CgroupUsage *u) {
 }
 
 bool cgroup_usage_pin(const char *cgroup, pid_t pid) {
-        static const char *const controllers[] = { "cpuacct", "blkio", "pids" };
+        static const char *const controllers[] = { CGROUP_USAGE_V1_CONTROLLERS };
         bool pids = false;
 
         if (pid <= 0 || !cgroup_layout_has_v1(cgroup_layout_detect(CGROUP_ROOT)))

@@ -48,3 +48,5 @@ json_object *cgroup_usage_to_json(const CgroupUsage *u);
  * empties, until pid is killed. No hierarchy a kill enumerates (systemd's, runc's devices) is touched.
  * Returns whether pid is in the pids hierarchy now (it counts there: the peak is one more). */
 bool cgroup_usage_pin(const char *cgroup, pid_t pid);
+/* The v1 hierarchies cgroup_usage_pin() places the pin in (the memcg is cgroup_oom_pin()'s). */
+#define CGROUP_USAGE_V1_CONTROLLERS "cpuacct", "blkio", "pids"
