@@ -144,7 +144,13 @@ static int run(void) {
         r = egress_local_addrs_load(&arg_config.local);
         if (r < 0)
                 return log_error_errno(r, "Failed to list the host's addresses: %m");
-        r = socket_listen_tcp(job.listen, &arg_config.listen_fd);
+        /* pond-egress@ID.socket's, made before the payload runs (its connections wait there until this
+         * proxy is up); by hand, or without it, the proxy's own. */
+        r = socket_listen_inherited(job.listen, &arg_config.listen_fd);
+        if (r == -EBADF)
+                return log_error_errno(r, "The socket systemd passed is not one listening on '%s'.", job.listen);
+        if (r == -ENOENT)
+                r = socket_listen_tcp(job.listen, &arg_config.listen_fd);
         if (r < 0)
                 return log_error_errno(r, "Failed to listen on '%s' (ADDR:PORT or [V6]:PORT): %m", job.listen);
         log_info("Job %s: %zu allowed host patterns, %zu ports, listening.", arg_config.job_id,

@@ -10,7 +10,6 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <systemd/sd-daemon.h>
-#include <systemd/sd-login.h>
 
 #include "fileio.h"
 #include "job.h"
@@ -101,15 +100,6 @@ static int wait_create(JobRuntime *rt) {
         return r == 0 && siginfo_exited_ok(&si) ? 0 : -EIO;
 }
 
-/* The scope is bound to the job's service when pond-run runs in it (not when run by hand: tests, demo). */
-static const char *bound_service(const Job *j) {
-        _cleanup_free_ char *unit = NULL;
-
-        if (sd_pid_get_unit(0, &unit) < 0 || !streq(unit, j->paths.service))
-                return NULL;
-        return j->paths.service;
-}
-
 /* The scope around the waiting child, exactly where the bundle says the payload's cgroup is. */
 static int start_scope(Job *j) {
         const ResolvedPolicy *res = j->input.resolved;
@@ -119,7 +109,7 @@ static int start_scope(Job *j) {
 
         if (asprintf(&desc, "pond job %s payload", j->paths.id) < 0)
                 return -ENOMEM;
-        r = scope_start(j->bus, j->paths.scope, j->runtime.create.pid, &limits, bound_service(j), desc);
+        r = scope_start(j->bus, j->paths.scope, j->runtime.create.pid, &limits, job_bound_service(j), desc);
         if (r < 0)
                 return log_error_errno(r, "Cannot create the transient scope %s: %m", j->paths.scope);
         r = unit_cgroup_path(j->bus, j->paths.scope, &j->runtime.scope_cgroup);

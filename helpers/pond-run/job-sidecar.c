@@ -6,6 +6,10 @@
  *     job's veth and checked again, then written to RUNDIR/NAME/ID/config.json (0700, root's), which
  *     systemd hands the unit as its credential config.json;
  *   - the unit starts while the runtime creates the container and the payload waits for it (fail closed);
+ *     except for a sidecar whose listening socket systemd makes (the egress proxy: pond-egress@ID.socket,
+ *     transient, bound to the job): the payload waits for the socket only, its first connections wait in
+ *     the socket's queue until the proxy is up, and a proxy that does not come up fails the job and kills
+ *     the payload (it had no way out meanwhile: nftables lets it reach the socket only);
  *   - while the payload runs, the unit's properties are watched (the broker's cost ceiling);
  *   - at the end the unit is stopped (SIGTERM: it writes its totals to its RuntimeDirectory=), its totals
  *     are read for the result, and its directories are removed. */
@@ -27,6 +31,8 @@ typedef struct SidecarType {
         const char *name;               /* its key in the result */
         const char *what;               /* names it in messages and in the job's failure reason */
         uint16_t port;                  /* where it listens, on the host side of the job's veth */
+        bool socket_unit;               /* systemd makes its socket (SidecarPaths.socket) before the payload
+                                         * runs, and hands it to the unit (LISTEN_FDS) */
         /* The configuration for this job, or *ret = NULL when the job has no such sidecar. */
         int (*build)(const Job *j, json_object **ret, char **ret_error);
         /* The sidecar's own parser. */
@@ -42,6 +48,7 @@ static const SidecarType sidecar_types[_POND_SIDECAR_MAX] = {
                 .name = "egress",
                 .what = "egress proxy",
                 .port = NET_PROXY_PORT,
+                .socket_unit = true,
                 .build = job_egress_config,
                 .check = job_egress_check,
         },
@@ -178,7 +185,26 @@ static int watch_exit(Job *j, PondSidecar s) {
                                    &j->sidecars[s]);
 }
 
-/* Without waiting: the units come up while the runtime creates the container. */
+/* The socket unit of a sidecar that has one, listening on the host side of the job's veth. */
+static int socket_start(Job *j, PondSidecar s) {
+        const SidecarPaths *p = &j->paths.sidecars[s];
+        _cleanup_free_ char *listen = NULL, *desc = NULL;
+        char host[INET_ADDRSTRLEN];
+        int r;
+
+        inet_ntop(AF_INET, &j->network.net.lease.host_addr, host, sizeof host);
+        if (asprintf(&listen, "%s:%u", host, sidecar_types[s].port) < 0 ||
+            asprintf(&desc, "pond %s socket for job %s", sidecar_types[s].what, j->paths.id) < 0)
+                return -ENOMEM;
+        r = socket_unit_start_begin(j->bus, p->socket, listen, job_bound_service(j), desc,
+                                    &j->sidecars[s].socket_starting);
+        if (r < 0)
+                return log_error_errno(r, "Cannot start %s: %m", p->socket);
+        return 0;
+}
+
+/* Without waiting: the units come up while the runtime creates the container (a socket unit before its
+ * service, which systemd orders after it and hands the socket to). */
 int job_sidecars_start(Job *j) {
         int r;
 
@@ -187,6 +213,11 @@ int job_sidecars_start(Job *j) {
 
                 if (!j->sidecars[s].up)
                         continue;
+                if (sidecar_types[s].socket_unit) {
+                        r = socket_start(j, s);
+                        if (r < 0)
+                                return r;
+                }
                 r = watch_exit(j, s);
                 if (r < 0)
                         return log_error_errno(r, "Cannot watch %s: %m", unit);
@@ -264,7 +295,8 @@ static int on_state_changed(sd_bus_message *m, void *userdata, sd_bus_error *err
         PondSidecar s = (PondSidecar) (sc - j->sidecars);
         const char *state = changed_active_state(m);
 
-        if (!state || streq(state, "active") || streq(state, "reloading") || sc->died_usec != 0)
+        /* Still starting: its start's end says whether it came up (on_started()). */
+        if (!state || streq(state, "active") || streq(state, "reloading") || sc->died_usec != 0 || sc->start_pending)
                 return 0;
         /* Not a death: the job is over or being stopped (BindsTo= stops the sidecars too). */
         if (j->outcome.ended_usec != 0 || j->outcome.cancelled || job_stop_requested(j))
@@ -320,14 +352,72 @@ static int check_alive(Job *j, PondSidecar s) {
                         j->paths.sidecars[s].unit, j->sidecars[s].died_state);
 }
 
-/* Before the payload may run: every sidecar is up (READY=1), or the job does not run; and watched, before
- * the payload can make it report anything. */
+/* The end of the start of a sidecar the payload did not wait for. Not one that ends because the job is over
+ * (the teardown stops a unit still starting) or being stopped. */
+static void on_started(int r, void *userdata) {
+        JobSidecar *sc = userdata;
+        Job *j = sc->job;
+        PondSidecar s = (PondSidecar) (sc - j->sidecars);
+
+        sc->start_pending = false;
+        if (j->outcome.ended_usec != 0 || j->outcome.cancelled || job_stop_requested(j))
+                return;
+        if (r >= 0) {
+                r = check_alive(j, s); /* one that died right after its READY: as one that did not start */
+                if (r >= 0)
+                        return;
+        } else {
+                /* The result names it as a sidecar that died: the payload may be running, and is killed. */
+                _cleanup_free_ char *state = NULL;
+
+                (void) unit_active_state(j->bus, j->paths.sidecars[s].unit, &state);
+                sc->died_usec = clock_usec(CLOCK_REALTIME);
+                sc->died_state = state ? TAKE_PTR(state) : strdup("failed");
+                job_fail(j, r, "the %s did not start (see the journal of %s)", sidecar_types[s].what,
+                         j->paths.sidecars[s].unit);
+        }
+        log_error_errno(r, "The %s of %s did not start: %m", sidecar_types[s].what, j->paths.id);
+        sc->start_failed = true;
+        j->outcome.failed = true;
+        if (j->outcome.started_usec != 0) {
+                audit_event(&j->audit, POND_EVENT_KILLED, AUDIT_NO_RC, "the %s did not start (%s): killing %s",
+                            sidecar_types[s].name, j->paths.sidecars[s].unit, j->paths.scope);
+                job_kill_payload(j);
+        }
+}
+
+/* A sidecar with a socket unit: its socket is there (or the job does not run); its own start ends while
+ * the payload runs (on_started()). */
+static int wait_socket(Job *j, PondSidecar s) {
+        JobSidecar *sc = &j->sidecars[s];
+        int r;
+
+        r = unit_start_finish(j->bus, TAKE_PTR(sc->socket_starting));
+        if (r < 0) {
+                log_error_errno(r, "%s did not start: %m", j->paths.sidecars[s].socket);
+                return job_fail(j, r, "the %s's socket (%s) could not be made (see the journal)",
+                                sidecar_types[s].what, j->paths.sidecars[s].socket);
+        }
+        sc->job = j;
+        sc->start_pending = true;
+        unit_start_on_done(sc->starting, on_started, sc);
+        return 0;
+}
+
+/* Before the payload may run: every sidecar is up (READY=1), or has its socket (wait_socket()), or the job
+ * does not run; and watched, before the payload can make it report anything. */
 int job_sidecars_wait(Job *j) {
         int r;
 
         for (PondSidecar s = 0; s < _POND_SIDECAR_MAX; s++) {
                 const char *what = sidecar_types[s].what;
 
+                if (j->sidecars[s].socket_starting) {
+                        r = wait_socket(j, s);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
                 if (!j->sidecars[s].starting)
                         continue;
                 r = unit_start_finish(j->bus, TAKE_PTR(j->sidecars[s].starting));
@@ -349,9 +439,12 @@ int job_sidecars_wait(Job *j) {
                 r = watch(j, s);
                 if (r < 0)
                         return log_error_errno(r, "Cannot watch %s: %m", j->paths.sidecars[s].unit);
-                r = check_alive(j, s);
+                r = j->sidecars[s].start_pending ? 0 : check_alive(j, s);
                 if (r < 0)
                         return log_error_errno(r, "%s is not running: %m", j->paths.sidecars[s].unit);
+                /* Its start ended badly meanwhile (on_started(), from the calls above): nothing ran yet. */
+                if (j->sidecars[s].start_failed)
+                        return -EIO;
         }
         return 0;
 }
@@ -374,7 +467,13 @@ static int sidecar_stop(Job *j, PondSidecar s) {
         sc->watch = sd_bus_slot_unref(sc->watch);
         sc->watch_state = sd_bus_slot_unref(sc->watch_state);
         sc->watch_exit = sd_bus_slot_unref(sc->watch_exit);
-        r = j->bus ? unit_stop(j->bus, p->unit) : -ENOTCONN;
+        sc->starting = unit_start_free(sc->starting);
+        sc->socket_starting = unit_start_free(sc->socket_starting);
+        sc->start_pending = false;
+        /* The socket first: a connection to it would start the unit again. */
+        r = !j->bus ? -ENOTCONN : sidecar_types[s].socket_unit ? unit_stop(j->bus, p->socket) : 0;
+        if (r >= 0)
+                r = unit_stop(j->bus, p->unit);
         read_stats(p, &sc->stats);
         (void) rm_rf_at(AT_FDCWD, p->runtime_dir);
         (void) rm_rf_at(AT_FDCWD, p->config_dir);
@@ -385,8 +484,11 @@ static int sidecar_stop(Job *j, PondSidecar s) {
 
 int job_sidecars_stop_begin(Job *j) {
         for (PondSidecar s = 0; s < _POND_SIDECAR_MAX; s++)
-                if (j->sidecars[s].up && j->bus)
+                if (j->sidecars[s].up && j->bus) {
+                        if (sidecar_types[s].socket_unit)
+                                (void) unit_stop_begin(j->bus, j->paths.sidecars[s].socket);
                         (void) unit_stop_begin(j->bus, j->paths.sidecars[s].unit); /* job_sidecars_stop() waits */
+                }
         return 0;
 }
 
@@ -408,6 +510,7 @@ int job_sidecars_stop(Job *j) {
 void job_sidecar_done(JobSidecar *sc) {
         json_object_put(sc->config);
         unit_start_free(sc->starting);
+        unit_start_free(sc->socket_starting);
         sd_bus_slot_unref(sc->watch);
         sd_bus_slot_unref(sc->watch_state);
         sd_bus_slot_unref(sc->watch_exit);

@@ -2,6 +2,7 @@
 /* job.c: a job's identity (its id and the paths derived from it), the one place its failure reason is
  * set, and freeing it part by part. */
 #include <stdarg.h>
+#include <systemd/sd-login.h>
 
 #include "job.h"
 #include "keys.h"
@@ -21,6 +22,14 @@ int job_fail(Job *j, int r, const char *fmt, ...) {
         j->outcome.reason = strdupf_va(fmt, ap);
         va_end(ap);
         return r;
+}
+
+const char *job_bound_service(const Job *j) {
+        _cleanup_free_ char *unit = NULL;
+
+        if (sd_pid_get_unit(0, &unit) < 0 || !streq(unit, j->paths.service))
+                return NULL;
+        return j->paths.service;
 }
 
 const char *job_status(const Job *j) {

@@ -109,6 +109,10 @@ typedef struct JobSidecar {
                                          * this job has no such sidecar */
         bool up;                        /* its configuration is written: stopping it is part of every exit */
         UnitStart *starting;
+        UnitStart *socket_starting;     /* its socket unit's start (a sidecar with one: the egress proxy) */
+        bool start_pending;             /* the payload was let go before the unit's start ended (it has its
+                                         * socket already): the end is handled as it comes */
+        bool start_failed;              /* that start ended badly (the job failed) */
         sd_bus_slot *watch;             /* PropertiesChanged of its unit, while the payload runs */
         sd_bus_slot *watch_state;       /* the unit's ActiveState, while the payload runs: its death */
         sd_bus_slot *watch_exit;        /* its main process's exit, from its start on (a failed unit is
@@ -268,6 +272,9 @@ int job_fail(Job *j, int r, const char *fmt, ...) _printf_(3, 4);
 void job_outcome_done(JobOutcome *o);
 /* "refused", "failed", "cancelled" or "completed". */
 const char *job_status(const Job *j);
+/* The job's service, when pond-run runs in it: what the job's scope and sidecar sockets are bound to (not
+ * when run by hand: tests, demo, where BindsTo= would start a service that is not there). */
+const char *job_bound_service(const Job *j);
 
 /* 1. job-accept.c: parse and resolve; any failure is a refusal and nothing has run. */
 int job_accept(Job *j);

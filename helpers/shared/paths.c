@@ -40,6 +40,7 @@ static int sidecar_paths_init(SidecarPaths *s, PondSidecar kind, const char *id)
         const char *name = pond_sidecar_to_string(kind);
 
         if (unit_name(sidecar_unit_kind[kind], id, &s->unit) < 0 ||
+            asprintf(&s->socket, "%.*s.socket", (int) (strlen(s->unit) - strlen(".service")), s->unit) < 0 ||
             asprintf(&s->config_dir, "%s/%s/%s", rundir(), name, id) < 0 ||
             asprintf(&s->config, "%s/config.json", s->config_dir) < 0 ||
             asprintf(&s->runtime_dir, SYSTEMD_RUNTIME_ROOT "/pond-%s/%s", name, id) < 0 ||
@@ -50,6 +51,7 @@ static int sidecar_paths_init(SidecarPaths *s, PondSidecar kind, const char *id)
 
 static void sidecar_paths_done(SidecarPaths *s) {
         free(s->unit);
+        free(s->socket);
         free(s->config_dir);
         free(s->config);
         free(s->runtime_dir);

@@ -17,6 +17,8 @@ const char *pond_sidecar_to_string(PondSidecar s) _pure_;
 
 typedef struct SidecarPaths {
         char *unit;        /* pond-NAME@ID.service */
+        char *socket;      /* pond-NAME@ID.socket: the transient socket unit of a sidecar that gets its listening
+                            * socket from systemd (the egress proxy) */
         char *config_dir;  /* RUNDIR/NAME/ID, root's alone (0700) */
         char *config;      /* config_dir/config.json: the unit gets it as the credential config.json */
         char *runtime_dir; /* the unit's RuntimeDirectory= (pond-NAME/ID below systemd's /run), preserved

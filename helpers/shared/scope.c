@@ -22,6 +22,8 @@ typedef struct JobWait {
         char *job_path;
         bool done;
         char *result;
+        unit_start_handler_t handler;   /* unit_start_on_done(): called once when done */
+        void *userdata;
 } JobWait;
 
 struct UnitStart {
@@ -40,6 +42,9 @@ static int on_job_removed(sd_bus_message *m, void *userdata, sd_bus_error *error
         if (w->job_path && streq(path, w->job_path)) {
                 w->done = true;
                 w->result = strdup(result);
+                if (w->handler)
+                        w->handler(w->result && streq(w->result, "done") ? 0 : -EIO, w->userdata);
+                w->handler = NULL;
         }
         return 0;
 }
@@ -140,6 +145,15 @@ int unit_start_finish(sd_bus *bus, UnitStart *s) {
         return r;
 }
 
+void unit_start_on_done(UnitStart *s, unit_start_handler_t handler, void *userdata) {
+        if (s->wait.done) {
+                handler(s->wait.result && streq(s->wait.result, "done") ? 0 : -EIO, userdata);
+                return;
+        }
+        s->wait.handler = handler;
+        s->wait.userdata = userdata;
+}
+
 static int call_and_wait_job(sd_bus *bus, sd_bus_message *m, const char *unit) {
         UnitStart *s = NULL;
         int r = call_begin(bus, m, unit, &s);
@@ -162,6 +176,35 @@ int scope_start(sd_bus *bus, const char *unit, pid_t pid, const ScopeLimits *lim
         if (r < 0)
                 return log_debug_errno(r, "Cannot build StartTransientUnit call: %m");
         return call_and_wait_job(bus, m, unit);
+}
+
+int socket_unit_start_begin(sd_bus *bus, const char *unit, const char *listen, const char *bound_to,
+                            const char *description, UnitStart **ret) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        int r;
+
+        r = sd_bus_message_new_method_call(bus, &m, SD_DESTINATION, SD_PATH, SD_MANAGER,
+                                           "StartTransientUnit");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "ss", unit, "fail");
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'a', "(sv)");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "(sv)(sv)(sv)(sv)",
+                                          "Listen", "a(ss)", 1, "Stream", listen,
+                                          "FreeBind", "b", 1,
+                                          "CollectMode", "s", "inactive-or-failed",
+                                          "Description", "s", description);
+        /* Gone with the job, as the service it feeds is (BindsTo= in its unit file). */
+        if (r >= 0 && bound_to)
+                r = sd_bus_message_append(m, "(sv)", "BindsTo", "as", 1, bound_to);
+        if (r >= 0)
+                r = sd_bus_message_close_container(m);
+        if (r >= 0)
+                r = sd_bus_message_append(m, "a(sa(sv))", 0);
+        if (r < 0)
+                return log_debug_errno(r, "Cannot build StartTransientUnit call: %m");
+        return call_begin(bus, m, unit, ret);
 }
 
 static int unit_job_begin(sd_bus *bus, const char *method, const char *unit, UnitStart **ret) {

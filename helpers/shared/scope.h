@@ -42,6 +42,16 @@ UnitStart *unit_start_free(UnitStart *s);
 static inline void unit_start_freep(UnitStart **s) {
         unit_start_free(*s);
 }
+/* Instead of unit_start_finish(): handler(r, userdata) is called once, from the bus's processing (an sd-event
+ * loop the bus is attached to, or any call on it), when the start job ends: r = 0 if the unit started, else
+ * -EIO. Called at once if it has ended already. The handle stays the caller's to free (not in the handler). */
+typedef void (*unit_start_handler_t)(int r, void *userdata);
+void unit_start_on_done(UnitStart *s, unit_start_handler_t handler, void *userdata);
+/* A transient socket unit (e.g. "pond-egress@ID.socket") listening on listen ("ADDR:PORT", IP_FREEBIND:
+ * the address may come later) that hands its socket to the service of the same name, bound to bound_to (or
+ * NULL); the start begins as unit_start_begin()'s. */
+int socket_unit_start_begin(sd_bus *bus, const char *unit, const char *listen, const char *bound_to,
+                            const char *description, UnitStart **ret);
 /* Kills, stops and waits (bounded) until the unit is gone; a unit that is not loaded is fine. */
 int unit_stop(sd_bus *bus, const char *unit);
 /* Queues the stop of unit (StopUnit, mode replace) and returns at once; no such unit is not an error. */

@@ -3,7 +3,9 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <systemd/sd-daemon.h>
 
 #include "macro.h"
 #include "socket-util.h"
@@ -76,5 +78,30 @@ int socket_listen_tcp(const char *addr_port, int *ret_fd) {
             bind(fd, (struct sockaddr *) &sa, len) < 0 || listen(fd, SOMAXCONN) < 0)
                 return -errno;
         *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+int socket_listen_inherited(const char *addr_port, int *ret_fd) {
+        struct sockaddr_storage want, got = {};
+        socklen_t want_len, got_len = sizeof got;
+        int n, flags, r;
+
+        r = parse_listen(addr_port, &want, &want_len);
+        if (r < 0)
+                return r;
+        n = sd_listen_fds(true);
+        if (n < 0)
+                return n;
+        if (n == 0)
+                return -ENOENT;
+        if (n != 1 || sd_is_socket_inet(SD_LISTEN_FDS_START, want.ss_family, SOCK_STREAM, 1, 0) <= 0 ||
+            getsockname(SD_LISTEN_FDS_START, (struct sockaddr *) &got, &got_len) < 0 || got_len != want_len ||
+            memcmp(&got, &want, want_len) != 0)
+                return -EBADF;
+        flags = fcntl(SD_LISTEN_FDS_START, F_GETFL);
+        if (flags < 0 || fcntl(SD_LISTEN_FDS_START, F_SETFL, flags | O_NONBLOCK) < 0 ||
+            fcntl(SD_LISTEN_FDS_START, F_SETFD, FD_CLOEXEC) < 0)
+                return -errno;
+        *ret_fd = SD_LISTEN_FDS_START;
         return 0;
 }

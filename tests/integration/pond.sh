@@ -58,8 +58,10 @@ for u in "pond-job@$id.service" "pond-egress@$id.service" "pond-broker@$id.servi
         state=$(systemctl show -P ActiveState "$u") || { echo "systemctl failed for $u"; continue; }
         case $state in inactive|failed) ;; *) echo "unit $state: $u" ;; esac
 done
-state=$(systemctl show -P LoadState "pond-$id.scope") || echo "systemctl failed for pond-$id.scope"
-[ "$state" != loaded ] || echo "scope: pond-$id.scope"
+for u in "pond-$id.scope" "pond-egress@$id.socket"; do
+        state=$(systemctl show -P LoadState "$u") || { echo "systemctl failed for $u"; continue; }
+        [ "$state" != loaded ] || echo "transient unit: $u"
+done
 # cgroup v2 (unified): one tree. v1 (legacy or hybrid, tmpfs at the top): every hierarchy, the unified
 # one of a hybrid layout included.
 fs=$(stat -f -c %T /sys/fs/cgroup) || fs="(statfs failed)"

@@ -308,6 +308,23 @@ t_eq "... and its payload never ran" "" "$(pond logs "$id" 2>/dev/null)"
 t_clean "... and nothing of it is left" "$id"
 in_box ip link del "$ifname" 2>/dev/null || true
 
+# The egress proxy does not come up (a drop-in makes its unit fail): its socket (pond-egress@ID.socket, made
+# by systemd) is there before the payload runs, the proxy's start is not waited for, and its failure fails the
+# job, with the reason and the sidecar named, and kills the payload if it runs already; nothing is left.
+in_box sh -c 'mkdir -p /run/systemd/system/pond-egress@.service.d &&
+        printf "[Service]\nExecStartPre=/bin/false\n" > /run/systemd/system/pond-egress@.service.d/fail.conf &&
+        systemctl daemon-reload'
+id=$(new_id egressfail)
+run_job "$id" --profile untrusted-code-write -- sh -c 'sleep 30'
+in_box sh -c 'rm -r /run/systemd/system/pond-egress@.service.d && systemctl daemon-reload'
+t_eq "a proxy that does not start fails the job, with the reason" \
+        "failed the egress proxy did not start (see the journal of pond-egress@$id.service)" \
+        "$(result_field "$id" 'r["status"] + " " + (r["reason"] or "")')"
+t_eq "... names the sidecar" "egress" "$(result_field "$id" '(r.get("sidecar_died") or {}).get("sidecar")')"
+t_like "... and its payload was killed or never ran" '^(SIGKILL None|None None)$' \
+        "$(result_field "$id" 'str(r["exit"]["signal"]) + " " + str(r["exit"]["rc"])')"
+t_clean "... and nothing of it is left (its socket unit included)" "$id"
+
 # A stop that kills the supervisor before it has blocked its signals (too narrow a window to hit at random):
 # the cleanup signs what systemd's environment says, a stop is "cancelled", a SIGKILL "failed".
 for c in "TERM success cancelled" "KILL signal failed"; do
