@@ -9,7 +9,8 @@
  *     except for a sidecar whose listening socket systemd makes (the egress proxy: pond-egress@ID.socket,
  *     transient, bound to the job): the payload waits for the socket only, its first connections wait in
  *     the socket's queue until the proxy is up, and a proxy that does not come up fails the job and kills
- *     the payload (it had no way out meanwhile: nftables lets it reach the socket only);
+ *     the payload (it had no way out meanwhile: nftables lets it reach the socket only); once the proxy is
+ *     up its socket unit is stopped (the proxy keeps the socket), so that nothing starts a proxy again;
  *   - while the payload runs, the unit's properties are watched (the broker's cost ceiling);
  *   - at the end the unit is stopped (SIGTERM: it writes its totals to its RuntimeDirectory=), its totals
  *     are read for the result, and its directories are removed. */
@@ -363,6 +364,9 @@ static void on_started(int r, void *userdata) {
         if (j->outcome.ended_usec != 0 || j->outcome.cancelled || job_stop_requested(j))
                 return;
         if (r >= 0) {
+                /* The proxy holds the socket now; without its unit nothing can start the proxy again (a
+                 * proxy that dies leaves the job's network denied, whatever on_sidecar_death says). */
+                (void) unit_stop_begin(j->bus, j->paths.sidecars[s].socket);
                 r = check_alive(j, s); /* one that died right after its READY: as one that did not start */
                 if (r >= 0)
                         return;

@@ -325,6 +325,22 @@ t_like "... and its payload was killed or never ran" '^(SIGKILL None|None None)$
         "$(result_field "$id" 'str(r["exit"]["signal"]) + " " + str(r["exit"]["rc"])')"
 t_clean "... and nothing of it is left (its socket unit included)" "$id"
 
+# Once the proxy is up its socket unit is stopped (the proxy keeps the socket): nothing can start a second
+# proxy for the job, so one that dies leaves the job's network denied, whatever on_sidecar_death says.
+id=$(new_id egressup)
+pond run --quiet --job-id "$id" --backend "$BACKEND" --profile untrusted-code-write -- sleep 30 >/dev/null 2>&1 &
+wait_running "$id" || true
+units=
+for _ in $(seq 100); do
+        units=$(in_box systemctl is-active "pond-egress@$id.service" "pond-egress@$id.socket" | tr '\n' ' ')
+        [ "$units" = "active inactive " ] && break
+        sleep 0.05
+done
+t_eq "once the proxy is up it runs and its socket unit is gone" "active inactive " "$units"
+in_box systemctl stop "pond-job@$id.service"
+wait
+t_clean "... and nothing of that job is left" "$id"
+
 # A stop that kills the supervisor before it has blocked its signals (too narrow a window to hit at random):
 # the cleanup signs what systemd's environment says, a stop is "cancelled", a SIGKILL "failed".
 for c in "TERM success cancelled" "KILL signal failed"; do
