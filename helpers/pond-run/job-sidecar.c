@@ -474,10 +474,12 @@ static int sidecar_stop(Job *j, PondSidecar s) {
         sc->starting = unit_start_free(sc->starting);
         sc->socket_starting = unit_start_free(sc->socket_starting);
         sc->start_pending = false;
-        /* The socket first: a connection to it would start the unit again. */
+        /* The socket first: a connection to it would start the unit again. Both, whatever the first did. */
         r = !j->bus ? -ENOTCONN : sidecar_types[s].socket_unit ? unit_stop(j->bus, p->socket) : 0;
-        if (r >= 0)
-                r = unit_stop(j->bus, p->unit);
+        if (j->bus) {
+                int k = unit_stop(j->bus, p->unit);
+                r = r < 0 ? r : k;
+        }
         read_stats(p, &sc->stats);
         (void) rm_rf_at(AT_FDCWD, p->runtime_dir);
         (void) rm_rf_at(AT_FDCWD, p->config_dir);

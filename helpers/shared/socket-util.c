@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* socket-util.c: the listening TCP socket of a sidecar (pond-egress, pond-broker), from "ADDR:PORT". */
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <string.h>
-#include <fcntl.h>
 #include <sys/socket.h>
 #include <systemd/sd-daemon.h>
 
