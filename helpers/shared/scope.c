@@ -67,28 +67,40 @@ static int wait_for_job(sd_bus *bus, JobWait *w) {
         return w->result && streq(w->result, "done") ? 0 : -EIO;
 }
 
-static int append_properties(sd_bus_message *m, pid_t pid, const ScopeLimits *l, const char *bound_to,
-                             const char *description) {
+/* StartTransientUnit(unit, "fail", ...) up to its properties, which the caller appends before
+ * transient_call_end(). */
+static int transient_call_new(sd_bus *bus, const char *unit, sd_bus_message **ret) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
         int r;
 
-        r = sd_bus_message_open_container(m, 'a', "(sv)");
+        r = sd_bus_message_new_method_call(bus, &m, SD_DESTINATION, SD_PATH, SD_MANAGER, "StartTransientUnit");
         if (r >= 0)
-                r = sd_bus_message_append(m, "(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)",
-                                          "PIDs", "au", 1, (uint32_t) pid,
-                                          "Slice", "s", POND_SLICE,
-                                          "Delegate", "b", 1,
-                                          "MemoryMax", "t", l->memory_bytes,
-                                          "CPUQuotaPerSecUSec", "t", l->cpus_milli * 1000,
-                                          "TasksMax", "t", l->pids_limit,
-                                          "CollectMode", "s", "inactive-or-failed",
-                                          "Description", "s", description);
-        /* If the job's service goes away, so does its payload, whatever state the supervisor is in. No
-         * After=: the service is still starting (not yet READY) and would wait for this scope forever. */
+                r = sd_bus_message_append(m, "ss", unit, "fail");
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'a', "(sv)");
+        if (r < 0)
+                return log_debug_errno(r, "Cannot build StartTransientUnit call: %m");
+        *ret = TAKE_PTR(m);
+        return 0;
+}
+
+/* The properties every transient unit of pond's has, and the end of the call (no auxiliary units). If
+ * the job's service goes away, so does the unit, whatever state the supervisor is in. No After=: the
+ * service is still starting (not yet READY) and would wait for this unit forever. */
+static int transient_call_end(sd_bus_message *m, const char *bound_to, const char *description) {
+        int r;
+
+        r = sd_bus_message_append(m, "(sv)(sv)", "CollectMode", "s", "inactive-or-failed",
+                                  "Description", "s", description);
         if (r >= 0 && bound_to)
                 r = sd_bus_message_append(m, "(sv)", "BindsTo", "as", 1, bound_to);
         if (r >= 0)
                 r = sd_bus_message_close_container(m);
-        return r;
+        if (r >= 0)
+                r = sd_bus_message_append(m, "a(sa(sv))", 0);
+        if (r < 0)
+                return log_debug_errno(r, "Cannot build StartTransientUnit call: %m");
+        return 0;
 }
 
 UnitStart *unit_start_free(UnitStart *s) {
@@ -160,21 +172,26 @@ static int call_and_wait_job(sd_bus *bus, sd_bus_message *m, const char *unit) {
         return r < 0 ? r : unit_start_finish(bus, s);
 }
 
-int scope_start(sd_bus *bus, const char *unit, pid_t pid, const ScopeLimits *limits, const char *bound_to,
+int scope_start(sd_bus *bus, const char *unit, pid_t pid, const ScopeLimits *l, const char *bound_to,
                 const char *description) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
         int r;
 
-        r = sd_bus_message_new_method_call(bus, &m, SD_DESTINATION, SD_PATH, SD_MANAGER,
-                                           "StartTransientUnit");
-        if (r >= 0)
-                r = sd_bus_message_append(m, "ss", unit, "fail");
-        if (r >= 0)
-                r = append_properties(m, pid, limits, bound_to, description);
-        if (r >= 0)
-                r = sd_bus_message_append(m, "a(sa(sv))", 0);
+        r = transient_call_new(bus, unit, &m);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(m, "(sv)(sv)(sv)(sv)(sv)(sv)",
+                                  "PIDs", "au", 1, (uint32_t) pid,
+                                  "Slice", "s", POND_SLICE,
+                                  "Delegate", "b", 1,
+                                  "MemoryMax", "t", l->memory_bytes,
+                                  "CPUQuotaPerSecUSec", "t", l->cpus_milli * 1000,
+                                  "TasksMax", "t", l->pids_limit);
         if (r < 0)
                 return log_debug_errno(r, "Cannot build StartTransientUnit call: %m");
+        r = transient_call_end(m, bound_to, description);
+        if (r < 0)
+                return r;
         return call_and_wait_job(bus, m, unit);
 }
 
@@ -183,27 +200,15 @@ int socket_unit_start_begin(sd_bus *bus, const char *unit, const char *listen, c
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
         int r;
 
-        r = sd_bus_message_new_method_call(bus, &m, SD_DESTINATION, SD_PATH, SD_MANAGER,
-                                           "StartTransientUnit");
-        if (r >= 0)
-                r = sd_bus_message_append(m, "ss", unit, "fail");
-        if (r >= 0)
-                r = sd_bus_message_open_container(m, 'a', "(sv)");
-        if (r >= 0)
-                r = sd_bus_message_append(m, "(sv)(sv)(sv)(sv)",
-                                          "Listen", "a(ss)", 1, "Stream", listen,
-                                          "FreeBind", "b", 1,
-                                          "CollectMode", "s", "inactive-or-failed",
-                                          "Description", "s", description);
-        /* Gone with the job, as the service it feeds is (BindsTo= in its unit file). */
-        if (r >= 0 && bound_to)
-                r = sd_bus_message_append(m, "(sv)", "BindsTo", "as", 1, bound_to);
-        if (r >= 0)
-                r = sd_bus_message_close_container(m);
-        if (r >= 0)
-                r = sd_bus_message_append(m, "a(sa(sv))", 0);
+        r = transient_call_new(bus, unit, &m);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(m, "(sv)(sv)", "Listen", "a(ss)", 1, "Stream", listen, "FreeBind", "b", 1);
         if (r < 0)
                 return log_debug_errno(r, "Cannot build StartTransientUnit call: %m");
+        r = transient_call_end(m, bound_to, description);
+        if (r < 0)
+                return r;
         return call_begin(bus, m, unit, ret);
 }
 
