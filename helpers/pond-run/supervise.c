@@ -98,6 +98,8 @@ int supervise(const char *job_id) {
         if (r >= 0)
                 r = job_network_begin(&j);
         if (r >= 0)
+                r = job_create_begin(&j);
+        if (r >= 0)
                 r = job_stage_workspace(&j);
         if (r >= 0)
                 r = job_stage_hash_input(&j);
