@@ -100,9 +100,8 @@ static int wait_create(JobRuntime *rt) {
         return r == 0 && siginfo_exited_ok(&si) ? 0 : -EIO;
 }
 
-/* The scope around the waiting child, where the bundle will say the payload's cgroup is: asked for now,
- * made by systemd while the supervisor stages the workspace and writes the bundle. */
-static int start_scope_begin(Job *j) {
+/* The scope around the waiting child, exactly where the bundle says the payload's cgroup is. */
+static int start_scope(Job *j) {
         const ResolvedPolicy *res = j->input.resolved;
         ScopeLimits limits = { res->memory_bytes, res->cpus_milli, res->host_pids_limit };
         _cleanup_free_ char *desc = NULL;
@@ -110,18 +109,7 @@ static int start_scope_begin(Job *j) {
 
         if (asprintf(&desc, "pond job %s payload", j->paths.id) < 0)
                 return -ENOMEM;
-        r = scope_start_begin(j->bus, j->paths.scope, j->runtime.create.pid, &limits, job_bound_service(j), desc,
-                              &j->runtime.scope_starting);
-        if (r < 0)
-                return log_error_errno(r, "Cannot create the transient scope %s: %m", j->paths.scope);
-        return 0;
-}
-
-/* The scope made, and exactly where the bundle says the payload's cgroup is. */
-static int start_scope_finish(Job *j) {
-        int r;
-
-        r = unit_start_finish(j->bus, TAKE_PTR(j->runtime.scope_starting));
+        r = scope_start(j->bus, j->paths.scope, j->runtime.create.pid, &limits, job_bound_service(j), desc);
         if (r < 0)
                 return log_error_errno(r, "Cannot create the transient scope %s: %m", j->paths.scope);
         r = unit_cgroup_path(j->bus, j->paths.scope, &j->runtime.scope_cgroup);
@@ -350,9 +338,9 @@ static int log_create_failure(Job *j, int r) {
                                msg ?: "(no message)");
 }
 
-int job_create_begin(Job *j) {
+int job_create_in_scope(Job *j) {
         _cleanup_strv_free_ char **create = NULL;
-        _cleanup_close_ int stdin_fd = -EBADF;
+        _cleanup_close_ int go = -EBADF, stdin_fd = -EBADF;
         struct rlimit limits[OCI_JOB_RLIMITS];
         int resources[OCI_JOB_RLIMITS];
         int r;
@@ -367,17 +355,11 @@ int job_create_begin(Job *j) {
         /* the job's rlimits, where config.json does not carry them (oci.h says why) */
         oci_job_rlimits(j->input.resolved, resources, limits);
         sd_notify(false, "STATUS=launching");
-        r = fork_create(&j->runtime, create, j->userns.on ? limits : NULL, resources, stdin_fd, &j->runtime.go);
+        r = fork_create(&j->runtime, create, j->userns.on ? limits : NULL, resources, stdin_fd, &go);
         if (r < 0)
                 return log_error_errno(r, "Cannot fork the runtime: %m");
         stdin_fd = safe_close(stdin_fd); /* the payload's end: only the create step (and the container) hold it */
-        return start_scope_begin(j);
-}
-
-int job_create_in_scope(Job *j) {
-        int r;
-
-        r = start_scope_finish(j);
+        r = start_scope(j);
         if (r < 0)
                 return r;
         /* cgroup v2: the runtime enables the controllers of the scope for the payload's cgroup, which the
@@ -392,9 +374,8 @@ int job_create_in_scope(Job *j) {
         if (r < 0)
                 return r;
         pin_oom_counters_early(j);
-        if (write(j->runtime.go, "g", 1) != 1)
+        if (write(go, "g", 1) != 1)
                 return -errno;
-        j->runtime.go = safe_close(j->runtime.go);
         r = wait_create(&j->runtime);
         if (r < 0)
                 return log_create_failure(j, r);
@@ -409,8 +390,6 @@ int job_create_in_scope(Job *j) {
 }
 
 void job_runtime_done(JobRuntime *rt) {
-        safe_close(rt->go); /* a create step still waiting reads EOF and exits: it never runs outside its scope */
-        unit_start_free(rt->scope_starting);
         sigkill_wait(&rt->create); /* normally reaped already (wait_create, job_collect) */
         sigkill_wait(&rt->oom_pin); /* normally killed by job_collect() once the counters are read */
         safe_close(rt->pin_report);

@@ -136,8 +136,6 @@ typedef struct JobRuntime {
         char *scope_cgroup;
         char **start_argv;              /* the runtime's start step, built with its create step */
         PidRef create;                  /* the runtime's create step, until it exits */
-        int go;                         /* the create step waits for a byte here (job_create_begin()) */
-        UnitStart *scope_starting;      /* the scope's start, asked for by job_create_begin() */
         pid_t init_pid;
         int out_pipe[2], err_pipe[2];
         int oom_fds[2];                 /* OOM notifications of the scope's and the payload's memcg (v1): hints */
@@ -254,9 +252,8 @@ typedef struct Job {
 } Job;
 
 #define INPUT_HASH_NULL { .checkout_fd = -EBADF }
-#define JOB_RUNTIME_NULL { .create = PIDREF_NULL, .go = -EBADF, .out_pipe = { -EBADF, -EBADF }, \
-                           .err_pipe = { -EBADF, -EBADF }, .oom_fds = { -EBADF, -EBADF }, .oom_pin = PIDREF_NULL, \
-                           .pin_report = -EBADF }
+#define JOB_RUNTIME_NULL { .create = PIDREF_NULL, .out_pipe = { -EBADF, -EBADF }, .err_pipe = { -EBADF, -EBADF }, \
+                           .oom_fds = { -EBADF, -EBADF }, .oom_pin = PIDREF_NULL, .pin_report = -EBADF }
 #define JOB_CONSOLE_NULL { .runtime_listen = -EBADF, .master = -EBADF, .stdin_write = -EBADF, .listen = -EBADF }
 #define JOB_OUTCOME_NULL { .exit_status = -1, .usage = CGROUP_USAGE_NULL }
 #define JOB_USERNS_NULL { .fd = -EBADF }
@@ -385,10 +382,7 @@ json_object *job_resview_json(const Job *j);
 const char *job_resview_words(const Job *j, char *buf, size_t size);
 void job_view_done(JobView *v);
 
-/* 5. job-create.c: the runtime's create step, run inside pond-ID.scope; the container's init waits. The step
- *    is forked and its scope asked for (begin) once the network's names are known, while the workspace and
- *    the bundle are made; it runs once they are there (in_scope). */
-int job_create_begin(Job *j);
+/* 5. job-create.c: the runtime's create step, run inside pond-ID.scope; the container's init waits. */
 int job_create_in_scope(Job *j);
 void job_runtime_done(JobRuntime *rt);
 

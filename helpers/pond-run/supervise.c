@@ -98,8 +98,6 @@ int supervise(const char *job_id) {
         if (r >= 0)
                 r = job_network_begin(&j);
         if (r >= 0)
-                r = job_create_begin(&j);
-        if (r >= 0)
                 r = job_stage_workspace(&j);
         if (r >= 0)
                 r = job_stage_hash_input(&j);

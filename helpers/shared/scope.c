@@ -166,8 +166,14 @@ void unit_start_on_done(UnitStart *s, unit_start_handler_t handler, void *userda
         s->wait.userdata = userdata;
 }
 
-int scope_start_begin(sd_bus *bus, const char *unit, pid_t pid, const ScopeLimits *l, const char *bound_to,
-                      const char *description, UnitStart **ret) {
+static int call_and_wait_job(sd_bus *bus, sd_bus_message *m, const char *unit) {
+        UnitStart *s = NULL;
+        int r = call_begin(bus, m, unit, &s);
+        return r < 0 ? r : unit_start_finish(bus, s);
+}
+
+int scope_start(sd_bus *bus, const char *unit, pid_t pid, const ScopeLimits *l, const char *bound_to,
+                const char *description) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
         int r;
 
@@ -186,15 +192,7 @@ int scope_start_begin(sd_bus *bus, const char *unit, pid_t pid, const ScopeLimit
         r = transient_call_end(m, bound_to, description);
         if (r < 0)
                 return r;
-        return call_begin(bus, m, unit, ret);
-}
-
-int scope_start(sd_bus *bus, const char *unit, pid_t pid, const ScopeLimits *limits, const char *bound_to,
-                const char *description) {
-        UnitStart *s = NULL;
-        int r = scope_start_begin(bus, unit, pid, limits, bound_to, description, &s);
-
-        return r < 0 ? r : unit_start_finish(bus, s);
+        return call_and_wait_job(bus, m, unit);
 }
 
 int socket_unit_start_begin(sd_bus *bus, const char *unit, const char *listen, const char *bound_to,

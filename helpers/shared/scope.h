@@ -52,9 +52,6 @@ void unit_start_on_done(UnitStart *s, unit_start_handler_t handler, void *userda
  * NULL); the start begins as unit_start_begin()'s. */
 int socket_unit_start_begin(sd_bus *bus, const char *unit, const char *listen, const char *bound_to,
                             const char *description, UnitStart **ret);
-/* scope_start() without waiting: unit_start_finish() waits. */
-int scope_start_begin(sd_bus *bus, const char *unit, pid_t pid, const ScopeLimits *limits, const char *bound_to,
-                      const char *description, UnitStart **ret);
 /* Kills, stops and waits (bounded) until the unit is gone; a unit that is not loaded is fine. */
 int unit_stop(sd_bus *bus, const char *unit);
 /* Queues the stop of unit (StopUnit, mode replace) and returns at once; no such unit is not an error. */
