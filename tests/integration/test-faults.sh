@@ -329,6 +329,7 @@ t_clean "... and nothing of it is left (its socket unit included)" "$id"
 # proxy for the job, so one that dies leaves the job's network denied, whatever on_sidecar_death says.
 id=$(new_id egressup)
 pond run --quiet --job-id "$id" --backend "$BACKEND" --profile untrusted-code-write -- sleep 30 >/dev/null 2>&1 &
+bg=$!
 wait_running "$id" || true
 units=
 for _ in $(seq 100); do
@@ -338,7 +339,7 @@ for _ in $(seq 100); do
 done
 t_eq "once the proxy is up it runs and its socket unit is gone" "active inactive " "$units"
 in_box systemctl stop "pond-job@$id.service"
-wait
+wait "$bg"
 t_clean "... and nothing of that job is left" "$id"
 
 # A stop that kills the supervisor before it has blocked its signals (too narrow a window to hit at random):
