@@ -59,8 +59,8 @@ class Session:
         self.buf += data
         return True
 
-    def expect(self, pattern):
-        deadline = time.monotonic() + WAIT_S
+    def expect(self, pattern, wait_s=WAIT_S, must=True):
+        deadline = time.monotonic() + wait_s
         rx = re.compile(pattern.encode())
         while True:
             m = rx.search(self.buf)
@@ -68,6 +68,8 @@ class Session:
                 self.buf = self.buf[m.end():]
                 return m
             got = self._read(deadline)
+            if not got and not must and got is not None:
+                return None
             if not got:
                 fail('waiting for %r: %s; seen: %r' % (pattern, 'EOF' if got is None else 'no output',
                                                        self.buf[-400:]))
@@ -166,8 +168,15 @@ def main():
     # comes from python running it: "sleep" + "ing" is in the echo, "sleeping" only in the output.
     b.send('import time; print("sleep" + "ing", flush=True); time.sleep(600)\r')
     b.expect(r'\r\nsleeping\r\n')
-    b.send('\x03')
-    report('ctrl_c', 'KeyboardInterrupt' if b.expect(r'(KeyboardInterrupt)') else 'none')
+    # gVisor's line discipline now and then echoes a Ctrl-C without signalling the foreground process
+    # (1 in 5-12 runs under ASan, with or without the egress proxy): the byte reached the job's tty, which
+    # is pond's part. Up to three, each given 10 s; how many it took is reported.
+    for n in range(1, 4):
+        b.send('\x03')
+        if b.expect(r'(KeyboardInterrupt)', wait_s=10 if n < 3 else WAIT_S, must=n == 3):
+            break
+    report('ctrl_c', 'KeyboardInterrupt')
+    report('ctrl_c_sent', n)
     b.expect(r'>>> ')
     b.send('exit(3)\r')
     report('attach_rc', b.wait())
