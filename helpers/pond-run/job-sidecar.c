@@ -24,6 +24,7 @@
 #include "fileio.h"
 #include "job.h"
 #include "json-strict.h"
+#include "json-util.h"
 #include "log.h"
 
 #define STATS_MAX (64 * 1024)
@@ -186,16 +187,16 @@ static int watch_exit(Job *j, PondSidecar s) {
                                    &j->sidecars[s]);
 }
 
-/* The socket unit of a sidecar that has one, listening on the host side of the job's veth. */
+/* The socket unit of a sidecar that has one, listening where its configuration says (sidecar_write()). */
 static int socket_start(Job *j, PondSidecar s) {
         const SidecarPaths *p = &j->paths.sidecars[s];
-        _cleanup_free_ char *listen = NULL, *desc = NULL;
-        char host[INET_ADDRSTRLEN];
+        const char *listen = json_object_get_string(json_get(j->sidecars[s].config, "listen"));
+        _cleanup_free_ char *desc = NULL;
         int r;
 
-        inet_ntop(AF_INET, &j->network.net.lease.host_addr, host, sizeof host);
-        if (asprintf(&listen, "%s:%u", host, sidecar_types[s].port) < 0 ||
-            asprintf(&desc, "pond %s socket for job %s", sidecar_types[s].what, j->paths.id) < 0)
+        if (!listen)
+                return -EINVAL;
+        if (asprintf(&desc, "pond %s socket for job %s", sidecar_types[s].what, j->paths.id) < 0)
                 return -ENOMEM;
         r = socket_unit_start_begin(j->bus, p->socket, listen, job_bound_service(j), desc,
                                     &j->sidecars[s].socket_starting);
@@ -287,6 +288,12 @@ static bool exited_at_ceiling(Job *j, PondSidecar s) {
         return broker_exited_with(j, s, BROKER_EXIT_CEILING);
 }
 
+/* Not a sidecar's death or failed start: the job is over or being stopped (BindsTo= stops the sidecars too,
+ * the teardown a unit still starting). */
+static bool job_winding_down(Job *j) {
+        return j->outcome.ended_usec != 0 || j->outcome.cancelled || job_stop_requested(j);
+}
+
 /* A sidecar's unit left "active" while the payload runs, and nobody asked for it: the result says which
  * and when, and (the default policy) the job fails: an agent whose proxy or broker is gone cannot do what
  * it was asked, and the network stays denied (nftables lets it reach only their ports). */
@@ -299,8 +306,7 @@ static int on_state_changed(sd_bus_message *m, void *userdata, sd_bus_error *err
         /* Still starting: its start's end says whether it came up (on_started()). */
         if (!state || streq(state, "active") || streq(state, "reloading") || sc->died_usec != 0 || sc->start_pending)
                 return 0;
-        /* Not a death: the job is over or being stopped (BindsTo= stops the sidecars too). */
-        if (j->outcome.ended_usec != 0 || j->outcome.cancelled || job_stop_requested(j))
+        if (job_winding_down(j))
                 return 0;
         if (exited_at_ceiling(j, s)) {
                 job_cost_ceiling(j);
@@ -353,15 +359,14 @@ static int check_alive(Job *j, PondSidecar s) {
                         j->paths.sidecars[s].unit, j->sidecars[s].died_state);
 }
 
-/* The end of the start of a sidecar the payload did not wait for. Not one that ends because the job is over
- * (the teardown stops a unit still starting) or being stopped. */
+/* The end of the start of a sidecar the payload did not wait for. */
 static void on_started(int r, void *userdata) {
         JobSidecar *sc = userdata;
         Job *j = sc->job;
         PondSidecar s = (PondSidecar) (sc - j->sidecars);
 
         sc->start_pending = false;
-        if (j->outcome.ended_usec != 0 || j->outcome.cancelled || job_stop_requested(j))
+        if (job_winding_down(j))
                 return;
         if (r >= 0) {
                 /* The proxy holds the socket now; without its unit nothing can start the proxy again (a

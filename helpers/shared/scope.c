@@ -32,6 +32,11 @@ struct UnitStart {
         char *unit;
 };
 
+/* The ended job's result as the start's: 0 if it is "done", else -EIO. */
+static int job_wait_result(const JobWait *w) {
+        return w->result && streq(w->result, "done") ? 0 : -EIO;
+}
+
 static int on_job_removed(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         JobWait *w = userdata;
         const char *path, *unit, *result;
@@ -43,7 +48,7 @@ static int on_job_removed(sd_bus_message *m, void *userdata, sd_bus_error *error
                 w->done = true;
                 w->result = strdup(result);
                 if (w->handler)
-                        w->handler(w->result && streq(w->result, "done") ? 0 : -EIO, w->userdata);
+                        w->handler(job_wait_result(w), w->userdata);
                 w->handler = NULL;
         }
         return 0;
@@ -64,7 +69,7 @@ static int wait_for_job(sd_bus *bus, JobWait *w) {
                 if (r < 0)
                         return r;
         }
-        return w->result && streq(w->result, "done") ? 0 : -EIO;
+        return job_wait_result(w);
 }
 
 /* StartTransientUnit(unit, "fail", ...) up to its properties, which the caller appends before
@@ -159,7 +164,7 @@ int unit_start_finish(sd_bus *bus, UnitStart *s) {
 
 void unit_start_on_done(UnitStart *s, unit_start_handler_t handler, void *userdata) {
         if (s->wait.done) {
-                handler(s->wait.result && streq(s->wait.result, "done") ? 0 : -EIO, userdata);
+                handler(job_wait_result(&s->wait), userdata);
                 return;
         }
         s->wait.handler = handler;
