@@ -294,6 +294,13 @@ static bool job_winding_down(Job *j) {
         return j->outcome.ended_usec != 0 || j->outcome.cancelled || job_stop_requested(j);
 }
 
+/* What the result says of a sidecar that died (job-sign.c): when, and its unit's state then (taken; a state
+ * that could not be read is "failed"). */
+static void record_death(JobSidecar *sc, char *state) {
+        sc->died_usec = clock_usec(CLOCK_REALTIME);
+        sc->died_state = state ?: strdup("failed");
+}
+
 /* A sidecar's unit left "active" while the payload runs, and nobody asked for it: the result says which
  * and when, and (the default policy) the job fails: an agent whose proxy or broker is gone cannot do what
  * it was asked, and the network stays denied (nftables lets it reach only their ports). */
@@ -312,8 +319,7 @@ static int on_state_changed(sd_bus_message *m, void *userdata, sd_bus_error *err
                 job_cost_ceiling(j);
                 return 0;
         }
-        sc->died_usec = clock_usec(CLOCK_REALTIME);
-        sc->died_state = strdup(state);
+        record_death(sc, strdup(state));
         audit_event(&j->audit, POND_EVENT_KILLED, AUDIT_NO_RC, "the %s died while the job ran (%s is %s): "
                     "killing %s", sidecar_types[s].name, j->paths.sidecars[s].unit, state, j->paths.scope);
         if (!j->input.resolved || j->input.resolved->on_sidecar_death == SIDECAR_DEATH_FAIL) {
@@ -353,8 +359,7 @@ static int check_alive(Job *j, PondSidecar s) {
                 return r;
         if (streq(state, "active"))
                 return 0;
-        j->sidecars[s].died_usec = clock_usec(CLOCK_REALTIME);
-        j->sidecars[s].died_state = TAKE_PTR(state);
+        record_death(&j->sidecars[s], TAKE_PTR(state));
         return job_fail(j, -ESRCH, "the %s (%s) died before the payload ran (%s)", sidecar_types[s].name,
                         j->paths.sidecars[s].unit, j->sidecars[s].died_state);
 }
@@ -380,8 +385,7 @@ static void on_started(int r, void *userdata) {
                 _cleanup_free_ char *state = NULL;
 
                 (void) unit_active_state(j->bus, j->paths.sidecars[s].unit, &state);
-                sc->died_usec = clock_usec(CLOCK_REALTIME);
-                sc->died_state = state ? TAKE_PTR(state) : strdup("failed");
+                record_death(sc, TAKE_PTR(state));
                 job_fail(j, r, "the %s did not start (see the journal of %s)", sidecar_types[s].what,
                          j->paths.sidecars[s].unit);
         }
