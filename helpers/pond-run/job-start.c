@@ -18,7 +18,7 @@ int job_start(Job *j) {
                 return r;
         j->outcome.started_usec = clock_usec(CLOCK_REALTIME);
         j->outcome.started_mono = clock_usec(CLOCK_MONOTONIC);
-        r = runtime_exec(j->runtime.start_argv, RUNTIME_STEP_USEC);
+        r = runtime_exec_setup(j->runtime.start_argv, RUNTIME_STEP_USEC, j->input.provider->start_child_setup);
         if (r != 0) {
                 /* Whatever the init did was the runtime's, not a payload's that never started. */
                 j->outcome.runtime_failed = true;

@@ -107,6 +107,8 @@ attempt("udp", udp)
 attempt("dns", lambda: socket.getaddrinfo("allowed.test", 443))
 attempt("ipv6", lambda: tcp("2001:db8::2", 443, socket.AF_INET6))
 attempt("raw", lambda: socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP))
+# AF_PACKET: pond-job@.service allows it for the runsc start step (gVisor netstack), never for the payload.
+attempt("packet", lambda: socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3)))
 r = subprocess.run(["curl", "-sS", "--max-time", "5", "--noproxy", "*", "https://allowed.test/"], capture_output=True)
 print("noproxy", "OPEN" if r.returncode == 0 else "blocked")
 def icmp():
@@ -114,7 +116,7 @@ def icmp():
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_ICMP); s.settimeout(2)
     s.sendto(b"\x08\x00\xf7\xff\x00\x00\x00\x00", ("198.51.100.2", 0)); s.recvfrom(64)
 attempt("icmp", icmp)'
-for what in direct-tcp direct-tcp-22 host-ssh udp dns ipv6 raw noproxy icmp; do
+for what in direct-tcp direct-tcp-22 host-ssh udp dns ipv6 raw packet noproxy icmp; do
         t_like "no path around the proxy: $what" "^$what blocked" "$(grep "^$what " <<<"$OUT")"
 done
 t_eq "the UDP datagram never reached the upstream" "" "$(in_box cat "$UP/udp.log")"
@@ -213,6 +215,16 @@ in_box "$PONDCTL" run --quiet --job-id "$id" --backend "$BACKEND" --profile untr
         >/dev/null 2>&1 &
 runner=$!
 if wait_running "$id"; then
+        # Who holds the job's address: under runsc gVisor's netstack took it off the namespace's eth0 (the
+        # sandbox talks to the veth through an AF_PACKET socket); under runc the host kernel's stack has it.
+        ns=pond-$(printf %s "$id" | sha256sum | cut -c1-12)
+        addrs=$(in_box sh -c "nsenter -t \$(systemctl show -P MainPID pond-job@$id.service) -m \
+                ip -n $ns -4 -o addr show dev eth0" 2>&1)
+        if [ "$BACKEND" = runsc ]; then
+                t_eq "runsc: gVisor's netstack holds the job's address, the namespace's kernel stack none" "" "$addrs"
+        else
+                t_like "runc: the job's address is on its namespace's eth0" "inet 10\." "$addrs"
+        fi
         in_box sh -c "kill -9 \$(systemctl show -P MainPID pond-job@$id.service)"
         wait_gone "$id"
         t_clean "nothing left after kill -9 of pond-run" "$id"

@@ -233,4 +233,21 @@ TEST(init_failed) {
         ASSERT_OK(rmdir(dir));
 }
 
+/* runsc up to 20240729 refuses gVisor's netstack in any namespace that has /proc/sys/net/core/rmem_default,
+ * which on Linux 6.x is every one (google/gvisor#10704): its start step runs where /proc/sys/net is empty
+ * (checked through the step's own runner), and the caller's /proc/sys/net is untouched. */
+TEST(start_step_sees_no_proc_sys_net) {
+        char *probe[] = { (char *) "sh", (char *) "-c",
+                          (char *) "test ! -e /proc/sys/net/core/rmem_default && test -z \"$(ls -A /proc/sys/net)\" && "
+                                   "! touch /proc/sys/net/x 2>/dev/null", NULL };
+
+        if (geteuid() != 0)
+                TEST_SKIP("needs root for a mount namespace");
+        if (access("/proc/sys/net/core/rmem_default", F_OK) < 0)
+                TEST_SKIP("no /proc/sys/net/core/rmem_default here to hide");
+        ASSERT_TRUE(runtime_runsc.start_child_setup != NULL);
+        ASSERT_EQ(0, runtime_exec_setup(probe, 10 * 1000 * 1000, runtime_runsc.start_child_setup));
+        ASSERT_OK(access("/proc/sys/net/core/rmem_default", F_OK));
+}
+
 TEST_MAIN()

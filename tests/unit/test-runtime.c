@@ -166,6 +166,32 @@ TEST(exec_status_and_timeout) {
         ASSERT_TRUE(clock_usec(CLOCK_MONOTONIC) - t0 < 5 * 1000 * 1000);
 }
 
+static int setup_fails(void) {
+        return -EPERM;
+}
+
+static int setup_marks(void) {
+        /* only system calls, as in the supervisor's child */
+        return mkdir("/tmp/pond-test-runtime-setup-mark", 0700) < 0 ? -errno : 0;
+}
+
+/* A start step's child setup runs in the child before the exec; its failure is the step's 127 and nothing
+ * of argv runs. */
+TEST(exec_setup_runs_in_the_child_first) {
+        const char *mark = "/tmp/pond-test-runtime-setup-mark";
+        char *check[] = { (char *) "sh", (char *) "-c", (char *) "test -d /tmp/pond-test-runtime-setup-mark", NULL };
+        char *touch[] = { (char *) "sh", (char *) "-c", (char *) "echo ran >/tmp/pond-test-runtime-setup-ran",
+                          NULL };
+
+        (void) rmdir(mark);
+        (void) unlink("/tmp/pond-test-runtime-setup-ran");
+        ASSERT_EQ(127, runtime_exec_setup(touch, 5 * 1000 * 1000, setup_fails));
+        ASSERT_TRUE(access("/tmp/pond-test-runtime-setup-ran", F_OK) < 0 && errno == ENOENT);
+        ASSERT_EQ(0, runtime_exec_setup(check, 5 * 1000 * 1000, setup_marks));
+        ASSERT_OK(rmdir(mark));
+        ASSERT_EQ(1, runtime_exec_setup(check, 5 * 1000 * 1000, NULL)); /* no setup: no mark */
+}
+
 TEST(exec_output_captures_and_times_out) {
         _cleanup_free_ char *out = NULL;
         char *echo[] = { (char *) "sh", (char *) "-c", (char *) "echo hello; echo err >&2; exit 3", NULL };

@@ -9,9 +9,11 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 
 #include "dirs.h"
@@ -198,14 +200,27 @@ static int runsc_check(char **ret_reason) {
         return r;
 }
 
-/* "none": gVisor's netstack with loopback only. For a job namespace prepared by the supervisor the
- * sandbox is started inside it (the config names it) and uses that namespace's kernel stack ("host" is
- * relative to the sandbox's namespace): runsc's own netstack mode ("sandbox") cannot be used with
- * Debian's runsc 2022 on current kernels, whose every namespace has /proc/sys/net/core/rmem_default,
- * which that runsc takes for "the root namespace" and refuses. The nftables rules sit outside, on the
- * host side of the veth, either way. Profile none gets the host's network. */
+/* "none": gVisor's netstack with loopback only. For a job namespace prepared by the supervisor, "sandbox":
+ * gVisor's own netstack, started inside that namespace (the config names it), takes the namespace's veth
+ * end with its address and routes (runsc moves the address off the host kernel's side) and reaches it
+ * through an AF_PACKET socket: the sentry makes no socket calls to the host kernel. The nftables rules sit
+ * on the host side of the veth either way. Profile none: the host's network, through the host's stack. */
 static const char *runsc_network(const RuntimeJob *j) {
-        return j->host_network || j->netns ? "--network=host" : "--network=none";
+        return j->host_network ? "--network=host" : j->netns ? "--network=sandbox" : "--network=none";
+}
+
+/* The start step sets the sandbox's network up, and runsc first refuses to do that in "the root network
+ * namespace", which runsc up to 20240729 recognizes by /proc/sys/net/core/rmem_default existing: since
+ * Linux 6.x every network namespace has it (google/gvisor#10704), so a job's namespace is taken for the
+ * root one and the job would not start. In the step's own mount namespace /proc/sys/net is an empty
+ * read-only directory, so the test finds no such file; the step reads nothing else there (it scrapes the
+ * interfaces, addresses and routes over netlink), and nothing it starts outlives it. */
+static int runsc_start_child_setup(void) {
+        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_SLAVE | MS_REC, NULL) < 0 ||
+            mount("none", "/proc/sys/net", "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                  "size=4k,nr_inodes=1,mode=0555") < 0)
+                return -errno;
+        return 0;
 }
 
 /* An operator's debugging aid: POND_RUNSC_DEBUG_LOG=DIR in pond-run's environment (a drop-in for
@@ -371,6 +386,7 @@ const RuntimeProvider runtime_runsc = {
         .check = runsc_check,
         .create_argv = runsc_create_argv,
         .start_argv = runsc_start_argv,
+        .start_child_setup = runsc_start_child_setup,
         .delete_argv = runsc_delete_argv,
         .exec_argv = runsc_exec_argv,
         .has_state = runsc_has_state,

@@ -78,7 +78,7 @@ void runtime_execv(char **argv) {
 
 /* The runtime is killed with its supervisor: a step nobody waits for must not go on alone. Nothing but
  * stdio reaches it, and through it the container; the supervisor's blocked signals do not either. */
-int runtime_exec(char **argv, uint64_t timeout_usec) {
+int runtime_exec_setup(char **argv, uint64_t timeout_usec, int (*child_setup)(void)) {
         static const int stdio[3] = { -EBADF, STDERR_FILENO, STDERR_FILENO };
         _cleanup_(sigkill_waitp) PidRef child = PIDREF_NULL;
         siginfo_t si;
@@ -87,14 +87,21 @@ int runtime_exec(char **argv, uint64_t timeout_usec) {
         r = safe_fork_full(NULL, stdio, NULL, 0, FORK_EXEC_FLAGS | FORK_REARRANGE_STDIO, &child);
         if (r < 0)
                 return r;
-        if (r == 0)
+        if (r == 0) {
+                if (child_setup && child_setup() < 0)
+                        _exit(127);
                 runtime_execv(argv);
+        }
         r = pidref_wait_or_kill(&child, timeout_usec, &si);
         if (r < 0)
                 return r;
         if (r > 0)
                 log_debug("%s timed out, killed it", argv[0]);
         return si.si_code == CLD_EXITED ? si.si_status : -ECANCELED;
+}
+
+int runtime_exec(char **argv, uint64_t timeout_usec) {
+        return runtime_exec_setup(argv, timeout_usec, NULL);
 }
 
 /* Collects the child's output until it exits or the deadline passes. Helpers a runtime leaves behind

@@ -52,6 +52,9 @@ typedef struct RuntimeProvider {
         /* argv of the create step (runs inside the job's scope; the container's init is left waiting). */
         int (*create_argv)(const RuntimeJob *j, char ***ret);
         int (*start_argv)(const RuntimeJob *j, char ***ret);
+        /* Optional: run in the start step's own child before its exec (system calls only: the supervisor has
+         * threads); a negative errno ends that child, and the start fails. */
+        int (*start_child_setup)(void);
         int (*delete_argv)(const RuntimeJob *j, char ***ret);
         /* Optional: argv of an exec into the running container of the process described by process_file (an
          * OCI process object: the job's own, its args replaced). NULL: the backend cannot exec. */
@@ -106,6 +109,8 @@ int runsc_seccomp_adapt(json_object *seccomp, char **ret_error);
 /* Runs argv to completion (stdin /dev/null, stdout to stderr), killing it after timeout_usec.
  * Returns its exit status (>= 0), -ECANCELED if a signal ended it, or -errno. */
 int runtime_exec(char **argv, uint64_t timeout_usec);
+/* The same, with child_setup (if not NULL) run in the child before the exec: its failure is exit 127. */
+int runtime_exec_setup(char **argv, uint64_t timeout_usec, int (*child_setup)(void));
 
 /* Runs argv (stdin /dev/null), killed after timeout_usec. The exit status (>= 0; 128 + N for signal N),
  * or -errno; with ret_output, stdout+stderr (at most 64 KiB, NUL-terminated), also on a non-zero status. */
