@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* job-network.c: step 3 of the design, for the confined postures: the job's own network namespace, the
- * veth to the host and the host-side nftables rules, before anything runs; what the job is told about its
+ * veth to the host and the host-side nftables rules, before anything runs (a job with no sidecar to reach,
+ * broker-only without a broker, gets the namespace with lo alone); what the job is told about its
  * network; and the job's sidecars, configured for the job's address and started (they come up while the
  * runtime creates the container). Profile none keeps the host's network and has no sidecars. */
 #include <arpa/inet.h>
@@ -27,7 +28,7 @@ static int pushf(char ***env, const char *fmt, ...) {
 }
 
 /* Where the proxy is (allowlist), that the broker is reached directly, and where the image's CA bundle is,
- * so pip, npm, git and curl work unchanged. */
+ * so pip, npm, git and curl work unchanged; a job with no peer gets the CA variables alone. */
 static int posture_environment(Job *j) {
         static const char *const proxy_vars[] = { "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy" };
         static const char *const ca_vars[] = { "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
@@ -36,6 +37,8 @@ static int posture_environment(Job *j) {
         char ***env = &j->network.env;
         int r = 0;
 
+        if (!j->network.leased)
+                goto ca;
         inet_ntop(AF_INET, &j->network.net.lease.host_addr, host, sizeof host);
         if (j->input.resolved->net == NET_ALLOWLIST)
                 for (size_t i = 0; r >= 0 && i < ELEMENTSOF(proxy_vars); i++)
@@ -46,6 +49,7 @@ static int posture_environment(Job *j) {
                 r = pushf(env, "no_proxy=%s", host);
         if (r >= 0 && j->sidecars[POND_SIDECAR_BROKER].config)
                 r = pushf(env, "POND_BROKER_ADDR=%s:%u", host, NET_BROKER_PORT);
+ca:
         for (size_t i = 0; r >= 0 && i < ELEMENTSOF(ca_vars); i++)
                 r = pushf(env, "%s=%s", ca_vars[i], IMAGE_CA_BUNDLE);
         return r;
@@ -61,6 +65,9 @@ int job_network_lease(Job *j) {
 
         if (j->input.resolved->net == NET_OPEN)
                 return 0;
+        /* broker-only without a broker: its namespace gets lo alone, nothing to lease (job_network_begin()) */
+        if (!j->sidecars[POND_SIDECAR_BROKER].config && !j->sidecars[POND_SIDECAR_EGRESS].config)
+                return posture_environment(j);
         r = job_net_lease(j->paths.id, j->paths.rundir, &j->network.net.lease, &err);
         if (r < 0) {
                 log_error_errno(r, "Cannot lease the job's addresses: %s", err ?: strerror(-r));
@@ -83,8 +90,8 @@ static _noreturn_ void setup_child(Job *j, const uint16_t *ports, size_t n_ports
         JobNet net;
         int r;
 
-        r = job_net_setup(j->paths.id, j->paths.rundir, j->userns.fd, &j->network.net.lease, ports, n_ports, &net,
-                          &err);
+        r = job_net_setup(j->paths.id, j->paths.rundir, j->userns.fd, j->network.leased ? &j->network.net.lease : NULL,
+                          ports, n_ports, &net, &err);
         if (r < 0) {
                 const char *why = err ?: strerror(-r);
                 (void) write(error_fd, why, MIN(strlen(why), (size_t) SETUP_ERROR_MAX - 1));
@@ -106,13 +113,13 @@ int job_network_begin(Job *j) {
 
         if (j->input.resolved->net == NET_OPEN)
                 return 0;
-        if (!j->network.leased)
-                return -EINVAL;
-        /* A port is open only if this job's own sidecar listens behind it. */
+        /* A port is open only if this job's own sidecar listens behind it; with neither, there is no veth. */
         if (j->sidecars[POND_SIDECAR_BROKER].config)
                 ports[n_ports++] = NET_BROKER_PORT;
         if (j->sidecars[POND_SIDECAR_EGRESS].config)
                 ports[n_ports++] = NET_PROXY_PORT;
+        if ((n_ports > 0) != j->network.leased)
+                return -EINVAL;
         if (pipe2(fds, O_CLOEXEC) < 0)
                 return -errno;
         error_read = fds[0];

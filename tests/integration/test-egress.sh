@@ -122,19 +122,27 @@ done
 t_eq "the UDP datagram never reached the upstream" "" "$(in_box cat "$UP/udp.log")"
 t_clean "nothing left after the escape attempts" "$id"
 
-# --- broker-only: the proxy is not there for it
+# --- broker-only without a broker (no credentials): nothing to reach, so a namespace with lo alone
 id=$(new_id brokeronly)
 run_job "$id" --profile untrusted-code-read "${ALLOW[@]}" -- python3 -c '
 import os, socket
-host = os.environ["NO_PROXY"]
-print("proxy-var", os.environ.get("HTTPS_PROXY", "none"))
-s = socket.socket(); s.settimeout(3)
-try:
-    s.connect((host, 3128)); print("proxy OPEN")
-except Exception as e:
-    print("proxy blocked", type(e).__name__)'
-t_eq "broker-only: no proxy variables" "proxy-var none" "$(grep '^proxy-var' <<<"$OUT")"
-t_like "broker-only: the proxy port is unreachable" "^proxy blocked" "$(grep '^proxy ' <<<"$OUT")"
+print("proxy-var", os.environ.get("HTTPS_PROXY", "none"), os.environ.get("NO_PROXY", "none"))
+print("ifaces", " ".join(sorted(n for _, n in socket.if_nameindex())))
+for name, addr in (("upstream", ("198.51.100.2", 443)), ("pool", ("10.203.0.1", 3128))):
+    s = socket.socket(); s.settimeout(3)
+    try:
+        s.connect(addr); print(name, "OPEN")
+    except Exception as e:
+        print(name, "blocked", type(e).__name__)
+srv = socket.socket(); srv.bind(("127.0.0.1", 0)); srv.listen(1)
+c = socket.create_connection(srv.getsockname(), 3); a, _ = srv.accept(); a.sendall(b"lo")
+print("loopback", c.recv(2).decode())'
+t_eq "broker-only, no broker: no proxy variables, no host address" "proxy-var none none" \
+        "$(grep '^proxy-var' <<<"$OUT")"
+t_eq "broker-only, no broker: lo is the namespace's only interface" "ifaces lo" "$(grep '^ifaces' <<<"$OUT")"
+t_like "broker-only, no broker: no route to the upstream" "^upstream blocked" "$(grep '^upstream ' <<<"$OUT")"
+t_like "broker-only, no broker: no route to a host address" "^pool blocked" "$(grep '^pool ' <<<"$OUT")"
+t_eq "broker-only, no broker: loopback works" "loopback lo" "$(grep '^loopback' <<<"$OUT")"
 t_eq "broker-only: no egress unit was started" "" "$(in_box journalctl -q -o cat -u "pond-egress@$id.service")"
 t_clean "nothing left after a broker-only job" "$id"
 
@@ -155,7 +163,7 @@ trap 'wild_stop; in_box "$POND_SRCDIR/tests/integration/egress-upstream.sh" down
 # PROBE: connect to the job's host-side address on both sidecar ports, and say whether a host service answered
 PROBE='
 import os, socket
-host = os.environ["NO_PROXY"]
+host = os.environ.get("NO_PROXY", "10.203.0.1")  # without a peer the job has no host address: try one in the pool
 for port in (8080, 3128):
     s = socket.socket(); s.settimeout(3)
     try:

@@ -62,11 +62,21 @@ int job_net_setup(const char *job_id, const char *rundir, int userns_fd, const N
         if (!template)
                 return -ENOMEM;
         job_net_names(job_id, &n);
-        n.lease = *lease;
+        if (lease)
+                n.lease = *lease;
         r = netns_create(n.netns_path, userns_fd);
         if (r < 0) {
                 error_set(ret_error, r, "cannot create the network namespace: %s", strerror(-r));
                 goto fail;
+        }
+        if (!lease) {
+                r = netns_loopback_up(n.netns_path);
+                if (r < 0) {
+                        error_set(ret_error, r, "cannot bring up the namespace's loopback: %s", strerror(-r));
+                        goto fail;
+                }
+                *ret = n;
+                return 0;
         }
         r = veth_setup(n.netns_path, n.host_ifname, &n.lease);
         if (r < 0) {

@@ -40,6 +40,8 @@ int netns_remove(const char *path);
  * the lease, both ends up, IPv6 off on both; lo up inside. */
 int veth_setup(const char *netns_path, const char *host_ifname, const NetLease *lease);
 int veth_remove(const char *host_ifname);
+/* A namespace with nothing but lo, and lo up (a job with no peer at all: no veth). */
+int netns_loopback_up(const char *netns_path);
 
 /* nft.c (libnftables): renders the template with the job's names, addresses and ports and loads it as one
  * transaction; deletes the table. */
@@ -53,7 +55,9 @@ void job_net_names(const char *job_id, JobNet *ret);
  * address while the rest is made. Released by job_net_teardown(). */
 int job_net_lease(const char *job_id, const char *rundir, NetLease *ret, char **ret_error);
 /* Everything else, in order, for the lease job_net_lease() gave; on failure everything (the lease too) is
- * removed again. userns_fd: the job's user namespace, which will own the network namespace, or -EBADF. */
+ * removed again. userns_fd: the job's user namespace, which will own the network namespace, or -EBADF.
+ * lease NULL: a job with no peer at all gets the namespace with lo alone (no veth, no rules: nothing in it
+ * leads anywhere), and ret's lease is zero. */
 int job_net_setup(const char *job_id, const char *rundir, int userns_fd, const NetLease *lease,
                   const uint16_t *ports, size_t n_ports, JobNet *ret, char **ret_error);
 /* Idempotent: table, namespace (and with it the veth), lease. */

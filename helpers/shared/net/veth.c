@@ -101,7 +101,8 @@ static void fresh_proc(void) {
 }
 
 /* The host end's IPv6 switch, then inside the job's namespace (setns()): eth0's, eth0's address, eth0 and
- * lo up. In a forked child: its namespaces are its own. */
+ * lo up; without a veth (host_ifname and lease NULL), lo up only. In a forked child: its namespaces are its
+ * own. */
 static int configure_inside(const char *netns_path, const char *host_ifname, const NetLease *lease) {
         _cleanup_(sigkill_waitp) PidRef child = PIDREF_NULL;
         siginfo_t si;
@@ -119,16 +120,20 @@ static int configure_inside(const char *netns_path, const char *host_ifname, con
                  * the worker's CPU at 16 jobs at once (tools/bench-throughput, perf). At idle priority the
                  * spin runs only on CPU time nothing else wants. */
                 (void) sched_setscheduler(0, SCHED_IDLE, &(struct sched_param) {});
-                fresh_proc();
-                ipv6_off(host_ifname);
+                if (host_ifname) {
+                        fresh_proc();
+                        ipv6_off(host_ifname);
+                }
                 fd = open(netns_path, O_RDONLY | O_CLOEXEC);
                 if (fd < 0 || setns(fd, CLONE_NEWNET) < 0 || route_socket(&s) < 0)
                         _exit(1);
-                ipv6_off("eth0");
-                ipv6_off("default");
-                if (addr_add(s, "eth0", lease->job_addr) < 0 || link_up(s, "eth0") < 0 || link_up(s, "lo") < 0)
-                        _exit(2);
-                _exit(0);
+                if (lease) {
+                        ipv6_off("eth0");
+                        ipv6_off("default");
+                        if (addr_add(s, "eth0", lease->job_addr) < 0 || link_up(s, "eth0") < 0)
+                                _exit(2);
+                }
+                _exit(link_up(s, "lo") < 0 ? 2 : 0);
         }
         r = pidref_wait(&child, USEC_INFINITY, &si);
         if (r < 0)
@@ -171,6 +176,10 @@ int veth_setup(const char *netns_path, const char *host_ifname, const NetLease *
                 return log_debug_errno(r, "Cannot configure veth %s: %m", host_ifname);
         }
         return 0;
+}
+
+int netns_loopback_up(const char *netns_path) {
+        return configure_inside(netns_path, NULL, NULL);
 }
 
 int veth_remove(const char *host_ifname) {
