@@ -203,8 +203,9 @@ static int runsc_check(char **ret_reason) {
 /* "none": gVisor's netstack with loopback only. For a job namespace prepared by the supervisor, "sandbox":
  * gVisor's own netstack, started inside that namespace (the config names it), takes the namespace's veth
  * end with its address and routes (runsc moves the address off the host kernel's side) and reaches it
- * through an AF_PACKET socket: the sentry makes no socket calls to the host kernel. The nftables rules sit
- * on the host side of the veth either way. Profile none: the host's network, through the host's stack. */
+ * through an AF_PACKET socket: the host kernel's TCP/IP is out of the payload's path, the sentry moves raw
+ * frames only. The nftables rules sit on the host side of the veth either way. Profile none: the host's
+ * network, through the host's stack. */
 static const char *runsc_network(const RuntimeJob *j) {
         return j->host_network ? "--network=host" : j->netns ? "--network=sandbox" : "--network=none";
 }
