@@ -27,18 +27,19 @@ static int pushf(char ***env, const char *fmt, ...) {
         return v ? strv_push(env, v) : -ENOMEM;
 }
 
-/* Where the proxy is (allowlist), that the broker is reached directly, and where the image's CA bundle is,
- * so pip, npm, git and curl work unchanged; a job with no peer gets the CA variables alone. */
-static int posture_environment(Job *j) {
+/* Whether the job has a sidecar to reach (a broker, a proxy), and so a veth and a lease: broker-only
+ * without a broker has none. */
+static bool job_has_peer(const Job *j) {
+        return j->sidecars[POND_SIDECAR_BROKER].config || j->sidecars[POND_SIDECAR_EGRESS].config;
+}
+
+/* Where the proxy is (allowlist) and that the broker is reached directly, at the host side of the veth. */
+static int peer_environment(Job *j) {
         static const char *const proxy_vars[] = { "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy" };
-        static const char *const ca_vars[] = { "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
-                                               "GIT_SSL_CAINFO", "CURL_CA_BUNDLE" };
         char host[INET_ADDRSTRLEN];
         char ***env = &j->network.env;
         int r = 0;
 
-        if (!j->network.leased)
-                goto ca;
         inet_ntop(AF_INET, &j->network.net.lease.host_addr, host, sizeof host);
         if (j->input.resolved->net == NET_ALLOWLIST)
                 for (size_t i = 0; r >= 0 && i < ELEMENTSOF(proxy_vars); i++)
@@ -49,9 +50,18 @@ static int posture_environment(Job *j) {
                 r = pushf(env, "no_proxy=%s", host);
         if (r >= 0 && j->sidecars[POND_SIDECAR_BROKER].config)
                 r = pushf(env, "POND_BROKER_ADDR=%s:%u", host, NET_BROKER_PORT);
-ca:
+        return r;
+}
+
+/* The peers' variables, if any, and where the image's CA bundle is, so pip, npm, git and curl work
+ * unchanged. */
+static int posture_environment(Job *j) {
+        static const char *const ca_vars[] = { "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
+                                               "GIT_SSL_CAINFO", "CURL_CA_BUNDLE" };
+        int r = j->network.leased ? peer_environment(j) : 0;
+
         for (size_t i = 0; r >= 0 && i < ELEMENTSOF(ca_vars); i++)
-                r = pushf(env, "%s=%s", ca_vars[i], IMAGE_CA_BUNDLE);
+                r = pushf(&j->network.env, "%s=%s", ca_vars[i], IMAGE_CA_BUNDLE);
         return r;
 }
 
@@ -66,7 +76,7 @@ int job_network_lease(Job *j) {
         if (j->input.resolved->net == NET_OPEN)
                 return 0;
         /* broker-only without a broker: its namespace gets lo alone, nothing to lease (job_network_begin()) */
-        if (!j->sidecars[POND_SIDECAR_BROKER].config && !j->sidecars[POND_SIDECAR_EGRESS].config)
+        if (!job_has_peer(j))
                 return posture_environment(j);
         r = job_net_lease(j->paths.id, j->paths.rundir, &j->network.net.lease, &err);
         if (r < 0) {

@@ -180,12 +180,12 @@ static int setup_marks(void) {
 TEST(exec_setup_runs_in_the_child_first) {
         const char *mark = "/tmp/pond-test-runtime-setup-mark";
         char *check[] = { (char *) "sh", (char *) "-c", (char *) "test -d /tmp/pond-test-runtime-setup-mark", NULL };
-        char *touch[] = { (char *) "sh", (char *) "-c", (char *) "echo ran >/tmp/pond-test-runtime-setup-ran",
+        char *write_ran[] = { (char *) "sh", (char *) "-c", (char *) "echo ran >/tmp/pond-test-runtime-setup-ran",
                           NULL };
 
         (void) rmdir(mark);
         (void) unlink("/tmp/pond-test-runtime-setup-ran");
-        ASSERT_EQ(127, runtime_exec_setup(touch, 5 * 1000 * 1000, setup_fails));
+        ASSERT_EQ(127, runtime_exec_setup(write_ran, 5 * 1000 * 1000, setup_fails));
         ASSERT_TRUE(access("/tmp/pond-test-runtime-setup-ran", F_OK) < 0 && errno == ENOENT);
         ASSERT_EQ(0, runtime_exec_setup(check, 5 * 1000 * 1000, setup_marks));
         ASSERT_OK(rmdir(mark));
