@@ -6,10 +6,10 @@
 #include <stdio.h>
 #include <syslog.h>
 
-#include "audit.h"
+#include "audit/audit.h"
+#include "audit/messages.h"
 #include "broker-audit.h"
 #include "broker-price.h"
-#include "messages.h"
 
 static const AuditEvent event_table[_BROKER_EVENT_MAX] = {
         [BROKER_EVENT_REQUEST] = { "broker-request", POND_MESSAGE_BROKER_REQUEST, LOG_INFO },

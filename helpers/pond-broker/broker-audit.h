@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#include "macro.h"
+#include "basic/macro.h"
 
 typedef enum BrokerEvent {
         BROKER_EVENT_REQUEST,   /* forwarded upstream; status is the upstream's (or 502/504) */

@@ -5,8 +5,8 @@
  * Refusals answer a JSON error in the shape the model APIs use, so SDKs show the reason. */
 #include <inttypes.h>
 
+#include "basic/json-strict.h"
 #include "broker-internal.h"
-#include "json-strict.h"
 
 #define FORWARD_HEADERS_MAX 100
 #define STREAM_BLOCK (16 * 1024)

@@ -2,12 +2,12 @@
 /* broker-price.c: price table, worst-case estimates, charges and the job budget (see broker-price.h). */
 #include <math.h>
 
+#include "basic/errmsg.h"
+#include "basic/fileio.h"
+#include "basic/json-strict.h"
+#include "basic/json-util.h"
+#include "basic/macro.h"
 #include "broker-price.h"
-#include "errmsg.h"
-#include "fileio.h"
-#include "json-strict.h"
-#include "json-util.h"
-#include "macro.h"
 
 #define PRICE_MAX_CENTS 100000.0  /* per million tokens: far above any real model, bounds the arithmetic */
 

@@ -4,7 +4,7 @@
  * shared by the server and the fuzz target. */
 #pragma once
 
-#include "broker-config.h"
+#include "sidecar/broker-config.h"
 
 #define BROKER_URI_MAX 2048
 

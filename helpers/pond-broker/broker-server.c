@@ -11,10 +11,10 @@
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
 
+#include "basic/fileio.h"
+#include "basic/log.h"
+#include "basic/signal-util.h"
 #include "broker-internal.h"
-#include "fileio.h"
-#include "log.h"
-#include "signal-util.h"
 
 int broker_stats_format(const char *job_id, uint64_t max_cost_cents, const BrokerStats *s, char **ret) {
         _cleanup_json_ json_object *o = json_object_new_object();

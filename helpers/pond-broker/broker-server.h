@@ -5,8 +5,8 @@
 
 #include <stdint.h>
 
-#include "broker-config.h"
 #include "broker-price.h"
+#include "sidecar/broker-config.h"
 
 typedef struct BrokerOptions {
         const BrokerConfig *config;     /* every credential with its secret */

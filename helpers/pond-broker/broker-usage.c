@@ -4,8 +4,8 @@
  * completes, so a stream is metered while it passes, in bounded memory. */
 #include <json-c/json.h>
 
+#include "basic/macro.h"
 #include "broker-usage.h"
-#include "macro.h"
 
 #define JSON_DEPTH 32
 

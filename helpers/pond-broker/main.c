@@ -6,15 +6,15 @@
 #include <inttypes.h>
 #include <sodium.h>
 
-#include "broker-config.h"
+#include "basic/fileio.h"
+#include "basic/log.h"
 #include "broker-price.h"
 #include "broker-server.h"
 #include "config.h"
-#include "fileio.h"
-#include "keys.h"
-#include "log.h"
-#include "seal.h"
-#include "socket-util.h"
+#include "secrets/keys.h"
+#include "secrets/seal.h"
+#include "sidecar/broker-config.h"
+#include "sidecar/socket-util.h"
 
 #define TEST_SECRETS_MAX BROKER_CREDENTIALS_MAX
 

@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <sys/socket.h>
 
-#include "macro.h"
+#include "basic/macro.h"
 
 typedef enum EgressAddrClass {
         EGRESS_ADDR_PUBLIC,

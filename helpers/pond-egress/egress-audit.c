@@ -6,9 +6,9 @@
 #include <stdio.h>
 #include <syslog.h>
 
-#include "audit.h"
+#include "audit/audit.h"
+#include "audit/messages.h"
 #include "egress-audit.h"
-#include "messages.h"
 
 static const AuditEvent decision_table[_EGRESS_DECISION_MAX] = {
         [EGRESS_DECISION_ALLOWED] = { "egress-allowed", POND_MESSAGE_EGRESS_ALLOWED, LOG_INFO },

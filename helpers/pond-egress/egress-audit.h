@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "macro.h"
+#include "basic/macro.h"
 
 typedef enum EgressDecision {
         EGRESS_DECISION_ALLOWED,  /* tunnel open: CONNECT, allowlist, addresses and SNI all passed */

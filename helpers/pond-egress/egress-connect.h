@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "macro.h"
+#include "basic/macro.h"
 
 #define EGRESS_HEAD_MAX 8192
 #define EGRESS_HEADERS_MAX 64

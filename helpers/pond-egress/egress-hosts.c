@@ -5,9 +5,9 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
-#include "egress-allow.h"
+#include "basic/fileio.h"
 #include "egress-hosts.h"
-#include "fileio.h"
+#include "sidecar/egress-allow.h"
 
 #define HOSTS_FILE_MAX (4 * 1024 * 1024)
 #define HOSTS_ENTRIES_MAX 65536

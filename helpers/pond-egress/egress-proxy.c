@@ -8,12 +8,12 @@
 #include <signal.h>
 #include <sys/socket.h>
 
+#include "basic/fileio.h"
+#include "basic/log.h"
+#include "basic/signal-util.h"
 #include "egress-audit.h"
 #include "egress-proxy-internal.h"
-#include "fileio.h"
-#include "log.h"
-#include "signal-util.h"
-#include "socket-util.h"
+#include "sidecar/socket-util.h"
 
 void egress_config_init(EgressConfig *c) {
         *c = (EgressConfig) {

@@ -5,7 +5,7 @@
 #include <stdint.h>
 
 #include "egress-addr.h"
-#include "egress-allow.h"
+#include "sidecar/egress-allow.h"
 
 #define EGRESS_PORTS_MAX 32
 

@@ -7,7 +7,7 @@
 #include <sys/socket.h>
 #include <systemd/sd-event.h>
 
-#include "macro.h"
+#include "basic/macro.h"
 
 #define EGRESS_RESOLVE_MAX_ADDRS 64
 

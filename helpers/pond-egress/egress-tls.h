@@ -4,7 +4,7 @@
 
 #include <stdint.h>
 
-#include "macro.h"
+#include "basic/macro.h"
 
 /* A TLS record's plaintext is at most 2^14 bytes (RFC 8446 5.1); the proxy buffers one record. */
 #define EGRESS_TLS_RECORD_MAX (5 + 16384)

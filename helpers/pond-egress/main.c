@@ -5,11 +5,11 @@
 #include <getopt.h>
 #include <systemd/sd-daemon.h>
 
+#include "basic/log.h"
 #include "config.h"
-#include "egress-job-config.h"
 #include "egress-proxy.h"
-#include "log.h"
-#include "socket-util.h"
+#include "sidecar/egress-job-config.h"
+#include "sidecar/socket-util.h"
 
 _Static_assert(EGRESS_JOB_PORTS_MAX <= EGRESS_PORTS_MAX, "the proxy must hold every port the config may list");
 

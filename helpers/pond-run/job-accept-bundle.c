@@ -8,14 +8,14 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "bundle.h"
-#include "errmsg.h"
+#include "basic/errmsg.h"
+#include "basic/fileio.h"
+#include "basic/log.h"
 #include "config.h"
-#include "fileio.h"
-#include "keys.h"
 #include "job.h"
-#include "log.h"
-#include "ns-open.h"
+#include "secrets/bundle.h"
+#include "secrets/keys.h"
+#include "stage/ns-open.h"
 
 static int load_seal_keys(uint8_t **ret_sk, uint8_t pk[KEY_SEAL_PUBLIC_SIZE]) {
         _cleanup_free_ char *skp = job_worker_key_path("seal.key"), *pkp = job_worker_key_path("seal.pub");

@@ -11,11 +11,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "acl-util.h"
-#include "dirs.h"
-#include "fileio.h"
+#include "access/acl-util.h"
+#include "basic/dirs.h"
+#include "basic/fileio.h"
+#include "basic/log.h"
 #include "job.h"
-#include "log.h"
 
 #define SPEC_MAX (1024 * 1024)
 

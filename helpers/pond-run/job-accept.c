@@ -6,13 +6,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fileio.h"
-#include "dirs.h"
+#include "basic/dirs.h"
+#include "basic/fileio.h"
+#include "basic/log.h"
+#include "basic/string-util.h"
 #include "job.h"
-#include "keys.h"
-#include "log.h"
-#include "ns-open.h"
-#include "string-util.h"
+#include "secrets/keys.h"
+#include "stage/ns-open.h"
 
 static int read_spec(Job *j) {
         _cleanup_free_ char *path = NULL, *err = NULL;

@@ -10,10 +10,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "admission.h"
-#include "dirs.h"
+#include "admission/admission.h"
+#include "basic/dirs.h"
+#include "basic/log.h"
 #include "job.h"
-#include "log.h"
 
 #define ADMISSION_POLL_USEC (100 * 1000)
 #define ADMISSION_EXTEND_USEC (UINT64_C(30) * 1000 * 1000)

@@ -9,13 +9,13 @@
 #include <sodium.h>
 #include <string.h>
 
-#include "broker-config.h"
-#include "dirs.h"
-#include "errmsg.h"
+#include "basic/dirs.h"
+#include "basic/errmsg.h"
+#include "basic/json-util.h"
+#include "basic/log.h"
 #include "job.h"
-#include "json-util.h"
-#include "log.h"
-#include "policy-file.h"
+#include "policy/policy-file.h"
+#include "sidecar/broker-config.h"
 
 /* The job's own dummy_key, if it sent one, is replaced: the worker picks it. */
 static int set_dummy_keys(json_object *creds) {

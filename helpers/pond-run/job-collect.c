@@ -10,10 +10,10 @@
 #include <systemd/sd-daemon.h>
 #include <time.h>
 
-#include "collect.h"
+#include "basic/log.h"
 #include "job.h"
-#include "log.h"
-#include "result.h"
+#include "result/collect.h"
+#include "result/result.h"
 
 /* A failure before or during the loop may leave the container's init running: kill, then reap. */
 static void reap(Job *j) {

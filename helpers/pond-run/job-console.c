@@ -17,9 +17,9 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "basic/log.h"
+#include "basic/string-util.h"
 #include "job.h"
-#include "log.h"
-#include "string-util.h"
 
 /* What waits for a caller while none is attached, or while it is slow: the newest bytes are kept. */
 #define CONSOLE_BACKLOG (64 * 1024)

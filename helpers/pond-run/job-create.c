@@ -11,10 +11,10 @@
 #include <sys/wait.h>
 #include <systemd/sd-daemon.h>
 
-#include "fileio.h"
+#include "basic/fileio.h"
+#include "basic/log.h"
 #include "job.h"
-#include "log.h"
-#include "oci.h"
+#include "oci/oci.h"
 
 /* The job's output: its log in the spool, fed from two pipes the runtime's create step inherits. */
 static int open_output(Job *j) {

@@ -5,13 +5,13 @@
  * shares with the broker is job-sidecar.c's. */
 #include <string.h>
 
-#include "egress-job-config.h"
-#include "errmsg.h"
-#include "fileio.h"
-#include "dirs.h"
+#include "basic/dirs.h"
+#include "basic/errmsg.h"
+#include "basic/fileio.h"
+#include "basic/json-strict.h"
 #include "job.h"
-#include "json-strict.h"
-#include "policy-file.h"
+#include "policy/policy-file.h"
+#include "sidecar/egress-job-config.h"
 
 /* The operator's SYSCONFDIR/pond/egress.json (the site's real registries and git hosts) replaces the
  * shipped policy/egress.json, which names placeholders only (policy-file.h). */

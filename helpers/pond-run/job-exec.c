@@ -14,11 +14,11 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 
-#include "fileio.h"
+#include "basic/fileio.h"
+#include "basic/log.h"
+#include "basic/string-util.h"
 #include "job.h"
-#include "log.h"
-#include "oci.h"
-#include "string-util.h"
+#include "oci/oci.h"
 
 /* Execs running at once in one job. */
 #define JOB_EXEC_MAX 4

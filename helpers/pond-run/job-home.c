@@ -8,12 +8,12 @@
 #include <fcntl.h>
 #include <string.h>
 
-#include "errmsg.h"
-#include "home.h"
+#include "basic/errmsg.h"
+#include "basic/json-util.h"
+#include "basic/log.h"
 #include "job.h"
-#include "json-util.h"
-#include "log.h"
-#include "oci.h"
+#include "oci/oci.h"
+#include "policy/home.h"
 
 int job_home_accept(Job *j, char **ret_error) {
         if (j->input.spec->n_home_files > 0 && !j->input.resolved->confined)

@@ -7,12 +7,12 @@
  * cache (digest-cache.h), which changes how fast, never what, input_sha is. */
 #include <fcntl.h>
 
-#include "digest-cache.h"
-#include "dirs.h"
+#include "basic/dirs.h"
+#include "basic/log.h"
+#include "basic/string-util.h"
+#include "hash/digest-cache.h"
 #include "job.h"
-#include "log.h"
-#include "ns-open.h"
-#include "string-util.h"
+#include "stage/ns-open.h"
 
 #define INPUT_DIGEST_CACHE "input-digests.cache"
 

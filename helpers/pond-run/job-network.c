@@ -11,10 +11,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "basic/log.h"
+#include "basic/string-util.h"
 #include "job.h"
-#include "image.h"
-#include "log.h"
-#include "string-util.h"
+#include "rootfs/image.h"
 
 static int pushf(char ***env, const char *fmt, ...) _printf_(2, 3);
 static int pushf(char ***env, const char *fmt, ...) {

@@ -10,11 +10,11 @@
 #include <unistd.h>
 #include <systemd/sd-event.h>
 
-#include "cpu-lease.h"
-#include "dirs.h"
+#include "basic/dirs.h"
+#include "basic/log.h"
+#include "basic/string-util.h"
 #include "job.h"
-#include "log.h"
-#include "string-util.h"
+#include "resview/cpu-lease.h"
 
 #define VIEW_WATCH_USEC (500ULL * 1000)
 

@@ -11,9 +11,9 @@
 #include <systemd/sd-event.h>
 #include <time.h>
 
-#include "cgroup.h"
+#include "basic/log.h"
 #include "job.h"
-#include "log.h"
+#include "scope/cgroup.h"
 
 /* A gVisor sandbox is several host processes (sentry, gofer, the systrap stubs, pooled and kept): one of
  * them killed from outside wedges the sandbox, which then runs to its wall clock. The payload's task set is

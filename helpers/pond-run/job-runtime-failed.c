@@ -15,10 +15,10 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include "cgroup.h"
-#include "fileio.h"
+#include "basic/fileio.h"
+#include "basic/log.h"
 #include "job.h"
-#include "log.h"
+#include "scope/cgroup.h"
 
 /* The job ended for a reason of its own, or pond killed it: a process of the runtime that dies now died of
  * that. */

@@ -20,12 +20,12 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "broker-config.h"
-#include "fileio.h"
+#include "basic/fileio.h"
+#include "basic/json-strict.h"
+#include "basic/json-util.h"
+#include "basic/log.h"
 #include "job.h"
-#include "json-strict.h"
-#include "json-util.h"
-#include "log.h"
+#include "sidecar/broker-config.h"
 
 #define STATS_MAX (64 * 1024)
 

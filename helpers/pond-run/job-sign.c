@@ -10,13 +10,14 @@
 #include <systemd/sd-id128.h>
 #include <time.h>
 
-#include "collect.h"
-#include "dirs.h"
-#include "fileio.h"
+#include "basic/dirs.h"
+#include "basic/fileio.h"
+#include "basic/log.h"
 #include "job.h"
-#include "keys.h"
-#include "log.h"
-#include "result.h"
+#include "record/task-sha.h"
+#include "result/collect.h"
+#include "result/result.h"
+#include "secrets/keys.h"
 
 /* The signing key arrives as a systemd credential; outside a unit (tests, the demo) from the key dir. The
  * credential is a 0400 copy whatever the source's mode: the source in the key dir is checked too, so that a

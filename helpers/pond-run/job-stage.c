@@ -6,10 +6,10 @@
 #include <sys/prctl.h>
 #include <systemd/sd-daemon.h>
 
-#include "fileio.h"
+#include "basic/fileio.h"
+#include "basic/log.h"
 #include "job.h"
-#include "log.h"
-#include "ns-open.h"
+#include "stage/ns-open.h"
 
 static int stage_workspace(Job *j) {
         const JobInput *in = &j->input;

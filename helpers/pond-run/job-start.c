@@ -5,8 +5,8 @@
 #include <systemd/sd-daemon.h>
 #include <time.h>
 
+#include "basic/log.h"
 #include "job.h"
-#include "log.h"
 
 int job_start(Job *j) {
         const ResolvedPolicy *res = j->input.resolved;

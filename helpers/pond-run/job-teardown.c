@@ -10,9 +10,9 @@
 #include <sys/mount.h>
 #include <sys/wait.h>
 
-#include "fileio.h"
+#include "basic/fileio.h"
+#include "basic/log.h"
 #include "job.h"
-#include "log.h"
 
 #define RUNTIME_DELETE_USEC (30ULL * 1000 * 1000)
 

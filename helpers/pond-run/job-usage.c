@@ -5,11 +5,11 @@
  * (metrics.c, docs/operations.md "Metrics"). */
 #include <inttypes.h>
 
-#include "dirs.h"
+#include "basic/dirs.h"
+#include "basic/json-util.h"
+#include "basic/log.h"
 #include "job.h"
-#include "json-util.h"
-#include "log.h"
-#include "metrics.h"
+#include "record/metrics.h"
 
 /* Counters only grow: a later reading's figure replaces an earlier one, one it could not read does not. */
 static void merge(CgroupUsage *into, const CgroupUsage *u) {

@@ -9,10 +9,10 @@
 #include <stdio.h>
 #include <sys/stat.h>
 
-#include "dirs.h"
+#include "basic/dirs.h"
+#include "basic/log.h"
 #include "job.h"
-#include "log.h"
-#include "oci.h"
+#include "oci/oci.h"
 
 static int lease_dir(char **ret) {
         return asprintf(ret, "%s/" UID_LEASE_DIR, pond_dir(POND_DIR_RUN)) < 0 ? -ENOMEM : 0;

@@ -7,13 +7,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "dirs.h"
-#include "fileio.h"
+#include "basic/dirs.h"
+#include "basic/fileio.h"
+#include "basic/log.h"
+#include "basic/string-util.h"
 #include "job.h"
-#include "log.h"
-#include "net.h"
-#include "oci.h"
-#include "string-util.h"
+#include "net/net.h"
+#include "oci/oci.h"
 
 /* pond-init's command line: the job's writable mounts and its sidecars' ports (docs/threat-model.md). */
 static int landlock_argv(const Job *j, char ***ret) {

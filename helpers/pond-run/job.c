@@ -4,9 +4,9 @@
 #include <stdarg.h>
 #include <systemd/sd-login.h>
 
+#include "basic/string-util.h"
 #include "job.h"
-#include "keys.h"
-#include "string-util.h"
+#include "secrets/keys.h"
 
 int job_init(Job *j, const char *job_id) {
         j->audit.job_id = job_id;

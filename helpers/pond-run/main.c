@@ -6,9 +6,9 @@
 #include <signal.h>
 #include <string.h>
 
+#include "basic/log.h"
+#include "basic/signal-util.h"
 #include "config.h"
-#include "log.h"
-#include "signal-util.h"
 #include "supervise.h"
 
 static bool arg_cleanup;

@@ -9,13 +9,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "caps.h"
-#include "fileio.h"
+#include "basic/fileio.h"
+#include "basic/log.h"
 #include "job.h"
-#include "log.h"
-#include "result.h"
+#include "result/result.h"
 #include "supervise.h"
-#include "supervisor-sandbox.h"
+#include "supervisor/caps.h"
+#include "supervisor/supervisor-sandbox.h"
 
 /* Before step 1: the id, the supervisor's own capabilities, and the key: without it no result can be
  * trusted, so nothing runs at all. Returns an exit status. */

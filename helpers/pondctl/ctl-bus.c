@@ -3,8 +3,8 @@
  * being told when it changes (so waiting for the end costs one signal, not a busy poll). */
 #include <string.h>
 
+#include "basic/jobid.h"
 #include "ctl.h"
-#include "jobid.h"
 
 #define SD_DESTINATION "org.freedesktop.systemd1"
 #define SD_PATH "/org/freedesktop/systemd1"

@@ -15,10 +15,10 @@
 #include <termios.h>
 #include <time.h>
 
-#include "console.h"
+#include "basic/log.h"
+#include "basic/process-util.h"
+#include "console/console.h"
 #include "ctl.h"
-#include "log.h"
-#include "process-util.h"
 
 /* Ctrl-]: the byte that detaches a tty caller (as telnet's escape). */
 #define CTL_DETACH_BYTE 0x1d

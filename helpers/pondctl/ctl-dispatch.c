@@ -5,12 +5,12 @@
  * own (/etc/pond's over the shipped ones, policy-file.h). */
 #include <getopt.h>
 
-#include "ctl.h"
+#include "basic/errmsg.h"
+#include "basic/fileio.h"
+#include "basic/json-strict.h"
 #include "ctl-dispatch.h"
+#include "ctl.h"
 #include "dispatch.h"
-#include "errmsg.h"
-#include "fileio.h"
-#include "json-strict.h"
 
 typedef struct DispatchArgs {
         const char *input;

@@ -5,8 +5,8 @@
 #include <fcntl.h>
 #include <string.h>
 
+#include "basic/log.h"
 #include "ctl.h"
-#include "log.h"
 
 int ctl_verb_export(int argc, char *argv[]) {
         _cleanup_(job_paths_done) JobPaths paths = {};

@@ -12,11 +12,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "basic/fileio.h"
+#include "basic/jobid.h"
+#include "basic/log.h"
+#include "basic/strv.h"
 #include "ctl.h"
-#include "fileio.h"
-#include "jobid.h"
-#include "log.h"
-#include "strv.h"
 
 #define _cleanup_bus_ _cleanup_(sd_bus_flush_close_unrefp)
 

@@ -5,9 +5,9 @@
 #include <string.h>
 #include <sys/file.h>
 
+#include "basic/json-util.h"
 #include "ctl.h"
-#include "image-store.h"
-#include "json-util.h"
+#include "image/image-store.h"
 
 static json_object *strv_json(char **l) {
         json_object *a = json_object_new_array();

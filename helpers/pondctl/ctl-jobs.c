@@ -6,13 +6,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "basic/fileio.h"
+#include "basic/jobid.h"
+#include "basic/json-strict.h"
+#include "basic/json-util.h"
+#include "basic/log.h"
 #include "ctl.h"
-#include "fileio.h"
-#include "jobid.h"
-#include "json-strict.h"
-#include "json-util.h"
-#include "log.h"
-#include "result.h"
+#include "result/result.h"
 
 #define CTL_LOGS_TICK_USEC (10ULL * 1000)
 

@@ -9,11 +9,11 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "basic/fileio.h"
+#include "basic/jobid.h"
+#include "basic/json-util.h"
+#include "basic/strv.h"
 #include "ctl.h"
-#include "fileio.h"
-#include "jobid.h"
-#include "json-util.h"
-#include "strv.h"
 
 #define _cleanup_bus_ _cleanup_(sd_bus_flush_close_unrefp)
 #define USEC_PER_SEC 1000000ULL

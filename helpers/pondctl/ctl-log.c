@@ -7,9 +7,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "basic/fileio.h"
 #include "ctl.h"
-#include "fileio.h"
-#include "result.h"
+#include "result/result.h"
 
 /* One decimal field ending at a space or at end; no sign, no leading '+', at most 20 digits. */
 static int parse_u64(const char **p, const char *end, uint64_t *ret) {

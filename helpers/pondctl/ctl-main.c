@@ -5,12 +5,12 @@
 #include <getopt.h>
 #include <string.h>
 
+#include "basic/log.h"
 #include "config.h"
-#include "ctl.h"
 #include "ctl-dispatch.h"
 #include "ctl-probe.h"
 #include "ctl-secrets.h"
-#include "log.h"
+#include "ctl.h"
 
 typedef struct Verb {
         const char *name;

@@ -5,9 +5,9 @@
 #include <getopt.h>
 #include <sys/file.h>
 
-#include "ctl.h"
 #include "ctl-probe.h"
-#include "image-store.h"
+#include "ctl.h"
+#include "image/image-store.h"
 #include "probe.h"
 
 /* The imported images present here, by manifest digest with their names, so that a control plane can

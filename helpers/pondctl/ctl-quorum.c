@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "basic/strv.h"
 #include "ctl.h"
-#include "result.h"
-#include "strv.h"
+#include "result/result.h"
 
 /* What must be equal for two results to be re-runs of one job. */
 static const char *const same_task[] = { "task_sha", "image_digest", "image", "profile", "backend" };

@@ -10,12 +10,12 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "basic/fileio.h"
+#include "basic/jobid.h"
+#include "basic/log.h"
+#include "basic/process-util.h"
+#include "basic/strv.h"
 #include "ctl.h"
-#include "fileio.h"
-#include "jobid.h"
-#include "log.h"
-#include "process-util.h"
-#include "strv.h"
 
 #define CTL_HOST_MAX 255
 

@@ -11,11 +11,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "basic/errmsg.h"
+#include "basic/fileio.h"
+#include "basic/log.h"
 #include "ctl.h"
-#include "errmsg.h"
-#include "fileio.h"
-#include "log.h"
-#include "result.h"
+#include "result/result.h"
 
 #define TAR_BLOCK 65536
 #define TAR_PATH_MAX 4096

@@ -7,10 +7,10 @@
 #include <signal.h>
 #include <string.h>
 
+#include "basic/json-strict.h"
+#include "basic/log.h"
 #include "ctl.h"
-#include "json-strict.h"
-#include "log.h"
-#include "policy.h"
+#include "policy/policy.h"
 
 enum {
         ARG_PROFILE = 0x100, ARG_BACKEND, ARG_TIER, ARG_IMAGE, ARG_CHECKOUT, ARG_ALLOW_HOST, ARG_MEMORY,

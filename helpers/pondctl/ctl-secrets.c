@@ -7,12 +7,12 @@
 #include <sodium.h>
 #include <sys/stat.h>
 
-#include "bundle.h"
+#include "basic/fileio.h"
+#include "basic/jobid.h"
 #include "ctl-secrets.h"
 #include "ctl.h"
-#include "fileio.h"
-#include "jobid.h"
-#include "seal.h"
+#include "secrets/bundle.h"
+#include "secrets/seal.h"
 
 /* --to: a public key file (seal.pub) or, when no such file exists, the key itself in base64. */
 static int load_worker_pub(const char *arg, uint8_t ret_pk[KEY_SEAL_PUBLIC_SIZE]) {

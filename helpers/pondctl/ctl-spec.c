@@ -8,12 +8,12 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "errmsg.h"
+#include "basic/errmsg.h"
+#include "basic/fileio.h"
+#include "basic/json-strict.h"
 #include "ctl.h"
-#include "fileio.h"
-#include "hash.h"
-#include "json-strict.h"
-#include "spec.h"
+#include "hash/hash.h"
+#include "policy/spec.h"
 
 #define CTL_SPEC_JSON_FLAGS \
         (JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE)

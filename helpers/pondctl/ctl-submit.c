@@ -7,10 +7,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "basic/fileio.h"
+#include "basic/log.h"
 #include "ctl.h"
-#include "fileio.h"
-#include "log.h"
-#include "result.h"
+#include "result/result.h"
 
 /* The directory holding p (a path with at least one '/' after the first character). */
 static int parent_of(const char *p, char **ret) {

@@ -4,9 +4,9 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-#include "cgroup-usage.h"
+#include "basic/json-util.h"
+#include "cgroup/cgroup-usage.h"
 #include "ctl.h"
-#include "json-util.h"
 
 json_object *ctl_usage_live(const JobPaths *p) {
         CgroupUsage u;

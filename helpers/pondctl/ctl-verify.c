@@ -6,11 +6,11 @@
 #include <getopt.h>
 #include <string.h>
 
+#include "basic/fileio.h"
 #include "ctl.h"
-#include "fileio.h"
-#include "blob.h"
-#include "hash.h"
-#include "result.h"
+#include "hash/hash.h"
+#include "image/blob.h"
+#include "result/result.h"
 
 static void print_artifacts(json_object *result) {
         json_object *arts = json_object_object_get(result, "artifacts");

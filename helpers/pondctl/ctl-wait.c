@@ -8,10 +8,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "basic/json-util.h"
+#include "basic/log.h"
 #include "ctl.h"
-#include "json-util.h"
-#include "log.h"
-#include "result.h"
+#include "result/result.h"
 
 /* Short enough that the end of a job is noticed within a few ms even without a change signal. */
 #define CTL_WAIT_TICK_USEC (5ULL * 1000)

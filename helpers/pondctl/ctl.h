@@ -10,15 +10,15 @@
 #include <stdint.h>
 #include <systemd/sd-bus.h>
 
-#include "dirs.h"
-#include "keys.h"
-#include "log.h"
-#include "output.h"
-#include "paths.h"
-#include "policy.h"
-#include "process-util.h"
-#include "spec.h"
-#include "unit-name.h"
+#include "basic/dirs.h"
+#include "basic/log.h"
+#include "basic/paths.h"
+#include "basic/process-util.h"
+#include "basic/unit-name.h"
+#include "policy/policy.h"
+#include "policy/spec.h"
+#include "result/output.h"
+#include "secrets/keys.h"
 
 /* pondctl's exit statuses, one table for every verb (pondctl(1), EXIT STATUS). run and wait also exit with
  * the job's own rc; their statuses from 124 on follow timeout(1) and env(1). */

@@ -5,11 +5,11 @@
  * A worker is eligible only when it advertises every required capability and carries every tag. */
 #include <inttypes.h>
 
+#include "basic/errmsg.h"
+#include "basic/json-util.h"
 #include "dispatch.h"
-#include "errmsg.h"
-#include "image-name.h"
-#include "json-util.h"
-#include "spec.h"
+#include "image/image-name.h"
+#include "policy/spec.h"
 
 static bool strv_contains(char *const *l, const char *s) {
         for (; l && *l; l++)

@@ -7,7 +7,7 @@
 
 #include <json-c/json.h>
 
-#include "policy.h"
+#include "policy/policy.h"
 
 #define DISPATCH_TENANT_MAX 128
 #define DISPATCH_TAGS_MAX 64

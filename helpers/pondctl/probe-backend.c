@@ -6,11 +6,11 @@
 #include <stdarg.h>
 #include <sys/stat.h>
 
-#include "fileio.h"
-#include "log.h"
+#include "basic/fileio.h"
+#include "basic/log.h"
+#include "basic/string-util.h"
 #include "probe.h"
-#include "runtime.h"
-#include "string-util.h"
+#include "runtime/runtime.h"
 
 #define PROBE_DEFAULT_TIMEOUT_USEC (30ULL * 1000 * 1000)
 #define PROBE_VERSION_USEC (10ULL * 1000 * 1000)

@@ -5,9 +5,9 @@
  * cannot be written is no limit. */
 #include <sys/statvfs.h>
 
-#include "fileio.h"
+#include "basic/fileio.h"
+#include "basic/string-util.h"
 #include "probe.h"
-#include "string-util.h"
 
 /* v2 names; v1 calls io blkio. */
 static const char *const controller_table[_PROBE_CONTROLLER_MAX] = {

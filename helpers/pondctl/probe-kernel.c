@@ -13,11 +13,11 @@
 #include <systemd/sd-bus.h>
 #include <systemd/sd-daemon.h>
 
-#include "fileio.h"
+#include "basic/fileio.h"
+#include "basic/process-util.h"
+#include "basic/string-util.h"
 #include "probe.h"
-#include "process-util.h"
-#include "runtime.h"
-#include "string-util.h"
+#include "runtime/runtime.h"
 
 static void feature_ok(ProbeFeature *f, char *detail) {
         f->available = true;

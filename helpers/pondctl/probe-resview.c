@@ -2,9 +2,9 @@
 /* probe-resview.c: whether jobs here can see their own resources: LXCFS answering at LXCFS_ROOT (runc
  * jobs' /proc and cpu/online), the same check pond-run makes when it accepts a job. gVisor renders its own
  * view and needs nothing from the host. */
+#include "basic/string-util.h"
 #include "probe.h"
-#include "resview.h"
-#include "string-util.h"
+#include "resview/resview.h"
 
 void probe_resource_view(ProbeFeature *ret) {
         _cleanup_free_ char *why = NULL;

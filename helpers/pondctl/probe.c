@@ -4,8 +4,8 @@
  * keys, read by dispatch-check --worker) and as text. */
 #include <fcntl.h>
 
+#include "basic/string-util.h"
 #include "probe.h"
-#include "string-util.h"
 
 #define PROBE_JSON_VERSION 1
 

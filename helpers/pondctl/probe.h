@@ -9,9 +9,9 @@
 #include <stdint.h>
 #include <json-c/json.h>
 
-#include "cgroup-util.h"
-#include "macro.h"
-#include "runtime.h"
+#include "basic/macro.h"
+#include "cgroup/cgroup-util.h"
+#include "runtime/runtime.h"
 
 /* One per runtime provider, in the table's order. */
 typedef struct ProbeBackendResult {

@@ -14,11 +14,11 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "basic/fileio.h"
+#include "basic/macro.h"
 #include "bench-util.h"
-#include "bundle-crypt.h"
-#include "bundle.h"
-#include "fileio.h"
-#include "macro.h"
+#include "secrets/bundle-crypt.h"
+#include "secrets/bundle.h"
 
 /* dir/src/dNNN/fNNNNN.bin, 200 files per directory, incompressible content (neither side compresses). */
 static int make_tree(const char *src, unsigned files, uint64_t bytes) {

@@ -13,11 +13,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "basic/fileio.h"
+#include "basic/macro.h"
 #include "bench-util.h"
-#include "digest-cache.h"
-#include "fileio.h"
-#include "hash.h"
-#include "macro.h"
+#include "hash/digest-cache.h"
+#include "hash/hash.h"
 
 static uint64_t sodium_bytes;
 

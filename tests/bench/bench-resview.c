@@ -13,12 +13,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "basic/fileio.h"
+#include "basic/macro.h"
 #include "bench-util.h"
-#include "cgroup-util.h"
-#include "cpu-lease.h"
-#include "fileio.h"
-#include "macro.h"
-#include "resview.h"
+#include "cgroup/cgroup-util.h"
+#include "resview/cpu-lease.h"
+#include "resview/resview.h"
 
 #define SCOPE "/pond-bench.slice/pond-bench-resview.scope"
 

@@ -12,11 +12,11 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "basic/fileio.h"
+#include "basic/macro.h"
 #include "bench-util.h"
-#include "fileio.h"
-#include "macro.h"
-#include "oci.h"
-#include "stage.h"
+#include "oci/oci.h"
+#include "stage/stage.h"
 
 static int run(const char *const argv[]) {
         int status;

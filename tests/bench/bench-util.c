@@ -8,8 +8,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "basic/fileio.h"
 #include "bench-util.h"
-#include "fileio.h"
 
 uint64_t bench_now_ns(void) {
         struct timespec ts;

@@ -5,10 +5,10 @@
  * No input may crash or read out of bounds; an accepted request must name a credential and a clean path. */
 #include <stdint.h>
 
-#include "broker-config.h"
 #include "broker-price.h"
 #include "broker-request.h"
 #include "broker-usage.h"
+#include "sidecar/broker-config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

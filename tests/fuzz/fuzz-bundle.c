@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-#include "bundle.h"
-#include "fileio.h"
-#include "macro.h"
+#include "basic/fileio.h"
+#include "basic/macro.h"
+#include "secrets/bundle.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

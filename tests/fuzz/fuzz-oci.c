@@ -7,8 +7,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "macro.h"
-#include "oci-json.h"
+#include "basic/macro.h"
+#include "image/oci-json.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -11,11 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json-strict.h"
-#include "json-util.h"
-#include "macro.h"
-#include "policy.h"
-#include "spec.h"
+#include "basic/json-strict.h"
+#include "basic/json-util.h"
+#include "basic/macro.h"
+#include "policy/policy.h"
+#include "policy/spec.h"
 
 #ifndef POND_SOURCE_ROOT
 #error "POND_SOURCE_ROOT must name the source tree (for policy/)"

@@ -6,9 +6,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "jobid.h"
-#include "macro.h"
-#include "spec.h"
+#include "basic/jobid.h"
+#include "basic/macro.h"
+#include "policy/spec.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

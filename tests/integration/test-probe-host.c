@@ -11,8 +11,8 @@
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 
+#include "basic/macro.h"
 #include "dispatch.h"
-#include "macro.h"
 #include "probe.h"
 #include "tests.h"
 

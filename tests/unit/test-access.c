@@ -9,9 +9,9 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "access.h"
-#include "acl-util.h"
-#include "fileio.h"
+#include "access/access.h"
+#include "access/acl-util.h"
+#include "basic/fileio.h"
 #include "tests.h"
 
 TEST_MAIN();

@@ -8,9 +8,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "admission.h"
-#include "fileio.h"
-#include "macro.h"
+#include "admission/admission.h"
+#include "basic/fileio.h"
+#include "basic/macro.h"
 #include "tests.h"
 
 TEST_MAIN();

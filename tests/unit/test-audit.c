@@ -6,11 +6,11 @@
 #include <string.h>
 #include <sys/uio.h>
 
-#include "audit.h"
+#include "audit/audit.h"
+#include "audit/messages.h"
+#include "basic/macro.h"
 #include "broker-audit.h"
 #include "egress-audit.h"
-#include "macro.h"
-#include "messages.h"
 #include "tests.h"
 
 TEST_MAIN();

@@ -11,8 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fileio.h"
-#include "macro.h"
+#include "basic/fileio.h"
+#include "basic/macro.h"
 #include "tests.h"
 
 TEST_MAIN();

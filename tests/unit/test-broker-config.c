@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-broker-config.c: pond-broker's configuration parser and request checks: a good configuration
  * loads; each malformed field is refused naming it; routing, dummy-key, allowlist and header rules. */
-#include "broker-config.h"
 #include "broker-request.h"
+#include "sidecar/broker-config.h"
 #include "tests.h"
 
 TEST_MAIN();

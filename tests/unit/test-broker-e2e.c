@@ -12,9 +12,9 @@
 #include <stdarg.h>
 #include <sys/wait.h>
 
+#include "basic/fileio.h"
+#include "basic/json-strict.h"
 #include "broker-server.h"
-#include "fileio.h"
-#include "json-strict.h"
 #include "tests.h"
 
 TEST_MAIN();

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-broker-price.c: the price table, a request's worst case, charges, and the budget's ceiling
  * decisions (refused before crossing, busy next to requests in flight, refused for good after). */
+#include "basic/macro.h"
 #include "broker-price.h"
-#include "macro.h"
 #include "tests.h"
 
 TEST_MAIN();

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-broker-usage.c: usage metering of model API responses: Anthropic and OpenAI, JSON and SSE, fed
  * whole, byte by byte and in every two-way split; CRLF and CR line ends; oversized input. */
+#include "basic/macro.h"
 #include "broker-usage.h"
-#include "macro.h"
 #include "tests.h"
 
 TEST_MAIN();

@@ -13,11 +13,11 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
-#include "bundle-crypt.h"
-#include "bundle.h"
-#include "fileio.h"
-#include "hash.h"
-#include "macro.h"
+#include "basic/fileio.h"
+#include "basic/macro.h"
+#include "hash/hash.h"
+#include "secrets/bundle-crypt.h"
+#include "secrets/bundle.h"
 #include "tests.h"
 
 typedef struct Worker {

@@ -6,9 +6,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cgroup-usage.h"
-#include "fileio.h"
-#include "macro.h"
+#include "basic/fileio.h"
+#include "basic/macro.h"
+#include "cgroup/cgroup-usage.h"
 #include "tests.h"
 
 TEST_MAIN();

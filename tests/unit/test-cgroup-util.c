@@ -9,10 +9,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cgroup.h"
-#include "cgroup-util.h"
-#include "fileio.h"
-#include "macro.h"
+#include "basic/fileio.h"
+#include "basic/macro.h"
+#include "cgroup/cgroup-util.h"
+#include "scope/cgroup.h"
 #include "tests.h"
 
 TEST(layout_names) {

@@ -13,11 +13,11 @@
 #include <sys/wait.h>
 #include <sys/xattr.h>
 
-#include "collect.h"
-#include "log.h"
-#include "result.h"
-#include "spec.h"
-#include "macro.h"
+#include "basic/log.h"
+#include "basic/macro.h"
+#include "policy/spec.h"
+#include "result/collect.h"
+#include "result/result.h"
 #include "tests.h"
 
 /* Bound on the peak RSS of collecting JOB_SPEC_MAX_ARTIFACT_FILES files (pond-run has MemoryMax=256M). */

@@ -11,9 +11,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "console.h"
-#include "macro.h"
-#include "strv.h"
+#include "basic/macro.h"
+#include "basic/strv.h"
+#include "console/console.h"
 #include "tests.h"
 
 TEST_MAIN();

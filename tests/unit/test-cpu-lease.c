@@ -7,9 +7,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cpu-lease.h"
-#include "fileio.h"
-#include "macro.h"
+#include "basic/fileio.h"
+#include "basic/macro.h"
+#include "resview/cpu-lease.h"
 #include "tests.h"
 
 TEST_MAIN();

@@ -7,8 +7,8 @@
 #include <ftw.h>
 #include <sys/stat.h>
 
+#include "basic/strv.h"
 #include "ctl.h"
-#include "strv.h"
 #include "tests.h"
 
 static json_object *parse_q(const char *text) {

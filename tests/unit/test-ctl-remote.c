@@ -10,9 +10,9 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "basic/fileio.h"
+#include "basic/strv.h"
 #include "ctl.h"
-#include "fileio.h"
-#include "strv.h"
 #include "tests.h"
 
 TEST(host_names) {

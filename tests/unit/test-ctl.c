@@ -6,9 +6,9 @@
 #include <ftw.h>
 #include <sys/stat.h>
 
+#include "basic/jobid.h"
 #include "ctl.h"
-#include "jobid.h"
-#include "spec.h"
+#include "policy/spec.h"
 #include "tests.h"
 
 /* JSON written with ' for " (readable in C strings), parsed. */

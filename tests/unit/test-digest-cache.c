@@ -9,10 +9,10 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "digest-cache.h"
-#include "hash.h"
-#include "macro.h"
-#include "string-util.h"
+#include "basic/macro.h"
+#include "basic/string-util.h"
+#include "hash/digest-cache.h"
+#include "hash/hash.h"
 #include "tests.h"
 
 static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f) {

@@ -4,11 +4,11 @@
  * again to itself, and worker eligibility from probe documents and tags. */
 #include <string.h>
 
+#include "basic/fileio.h"
+#include "basic/json-strict.h"
+#include "basic/macro.h"
 #include "dispatch.h"
-#include "fileio.h"
-#include "json-strict.h"
-#include "macro.h"
-#include "policy.h"
+#include "policy/policy.h"
 #include "tests.h"
 
 static Policy *load_from(const char *dir) {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-egress-allow.c: allowlist names: normalization, exact and wildcard matching, refused bytes, and
  * the policy defaults file. */
-#include "egress-allow.h"
+#include "sidecar/egress-allow.h"
 #include "tests.h"
 
 TEST_MAIN();

@@ -2,7 +2,7 @@
 /* test-egress-job-config.c: pond-egress's per-job configuration, the one parser the supervisor (at
  * acceptance, before writing it) and the proxy share: a good configuration loads; each malformed field
  * is refused naming it; the policy file's shape (allow_hosts, allowed_ports) fits it. */
-#include "egress-job-config.h"
+#include "sidecar/egress-job-config.h"
 #include "tests.h"
 
 TEST_MAIN();

@@ -12,9 +12,9 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 
+#include "basic/fileio.h"
 #include "egress-proxy.h"
-#include "fileio.h"
-#include "socket-util.h"
+#include "sidecar/socket-util.h"
 #include "tests.h"
 
 TEST_MAIN();

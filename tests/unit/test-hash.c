@@ -7,8 +7,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "hash.h"
-#include "macro.h"
+#include "basic/macro.h"
+#include "hash/hash.h"
+#include "record/task-sha.h"
 #include "tests.h"
 
 static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f) {

@@ -9,12 +9,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "errmsg.h"
-#include "fileio.h"
-#include "home.h"
-#include "macro.h"
-#include "policy.h"
-#include "spec.h"
+#include "basic/errmsg.h"
+#include "basic/fileio.h"
+#include "basic/macro.h"
+#include "policy/home.h"
+#include "policy/policy.h"
+#include "policy/spec.h"
 #include "tests.h"
 
 #define BASE "\"job_id\":\"j1\",\"tenant\":\"t\",\"command\":[\"true\"]"

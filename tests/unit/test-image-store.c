@@ -17,14 +17,14 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "blob.h"
-#include "fileio.h"
-#include "macro.h"
-#include "strv.h"
-#include "image-store.h"
-#include "image.h"
-#include "oci.h"
-#include "policy.h"
+#include "basic/fileio.h"
+#include "basic/macro.h"
+#include "basic/strv.h"
+#include "image/blob.h"
+#include "image/image-store.h"
+#include "oci/oci.h"
+#include "policy/policy.h"
+#include "rootfs/image.h"
 #include "tests.h"
 
 typedef struct Entry {

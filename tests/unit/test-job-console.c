@@ -11,9 +11,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "fileio.h"
+#include "basic/fileio.h"
+#include "basic/macro.h"
 #include "job.h"
-#include "macro.h"
 #include "tests.h"
 
 TEST_MAIN();

@@ -5,9 +5,9 @@
 #include <limits.h>
 #include <string.h>
 
-#include "json-strict.h"
-#include "json-util.h"
-#include "macro.h"
+#include "basic/json-strict.h"
+#include "basic/json-util.h"
+#include "basic/macro.h"
 #include "tests.h"
 
 TEST_MAIN();

@@ -5,11 +5,11 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
-#include "fileio.h"
-#include "json-util.h"
-#include "macro.h"
-#include "oci.h"
-#include "runtime.h"
+#include "basic/fileio.h"
+#include "basic/json-util.h"
+#include "basic/macro.h"
+#include "oci/oci.h"
+#include "runtime/runtime.h"
 #include "tests.h"
 
 TEST(lookup_by_name_never_substitutes) {

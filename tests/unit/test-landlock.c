@@ -6,12 +6,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "json-strict.h"
+#include "basic/json-strict.h"
+#include "basic/macro.h"
+#include "basic/strv.h"
 #include "landlock-uapi.h"
-#include "landlock.h"
-#include "macro.h"
+#include "policy/landlock.h"
 #include "ruleset.h"
-#include "strv.h"
 #include "tests.h"
 
 static int parse_profile(const char *json, LandlockProfile *ret, char **ret_error) {

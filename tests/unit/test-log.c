@@ -5,9 +5,9 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
-#include "fileio.h"
-#include "log.h"
-#include "process-util.h"
+#include "basic/fileio.h"
+#include "basic/log.h"
+#include "basic/process-util.h"
 #include "tests.h"
 
 /* What a child that logs one error and one debug line writes to stderr, with JOURNAL_STREAM set to the

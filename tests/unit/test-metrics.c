@@ -7,9 +7,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "fileio.h"
-#include "macro.h"
-#include "metrics.h"
+#include "basic/fileio.h"
+#include "basic/macro.h"
+#include "record/metrics.h"
 #include "tests.h"
 
 TEST_MAIN();

@@ -7,9 +7,9 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
-#include "fileio.h"
-#include "macro.h"
-#include "net.h"
+#include "basic/fileio.h"
+#include "basic/macro.h"
+#include "net/net.h"
 #include "tests.h"
 
 TEST_MAIN();

@@ -12,9 +12,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "fileio.h"
-#include "macro.h"
-#include "ns-open.h"
+#include "basic/fileio.h"
+#include "basic/macro.h"
+#include "stage/ns-open.h"
 #include "tests.h"
 
 TEST_MAIN();

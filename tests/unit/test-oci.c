@@ -6,11 +6,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "fileio.h"
-#include "image.h"
-#include "macro.h"
-#include "oci.h"
-#include "seccomp-check.h"
+#include "basic/fileio.h"
+#include "basic/macro.h"
+#include "oci/oci.h"
+#include "policy/seccomp-check.h"
+#include "rootfs/image.h"
 #include "tests.h"
 
 extern char **environ;

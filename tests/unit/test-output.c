@@ -5,11 +5,11 @@
 #include <sodium.h>
 #include <sys/stat.h>
 
-#include "fileio.h"
-#include "json-util.h"
-#include "hash.h"
-#include "macro.h"
-#include "output.h"
+#include "basic/fileio.h"
+#include "basic/json-util.h"
+#include "basic/macro.h"
+#include "hash/hash.h"
+#include "result/output.h"
 #include "tests.h"
 
 TEST(chunks_cap_and_stats) {

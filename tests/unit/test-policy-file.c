@@ -8,10 +8,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "admission.h"
-#include "macro.h"
-#include "policy.h"
-#include "policy-file.h"
+#include "admission/admission.h"
+#include "basic/macro.h"
+#include "policy/policy-file.h"
+#include "policy/policy.h"
 #include "tests.h"
 
 TEST_MAIN();

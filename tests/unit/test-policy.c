@@ -2,10 +2,10 @@
 /* test-policy: every policy file loads; sandbox blocks resolve or are refused (table), fail closed. */
 #include <string.h>
 
-#include "json-strict.h"
-#include "macro.h"
-#include "policy.h"
-#include "spec.h"
+#include "basic/json-strict.h"
+#include "basic/macro.h"
+#include "policy/policy.h"
+#include "policy/spec.h"
 #include "tests.h"
 
 static Policy *load(void) {

@@ -5,8 +5,8 @@
  * tests/integration/test-probe-host.c. */
 #include <fcntl.h>
 
+#include "basic/macro.h"
 #include "dispatch.h"
-#include "macro.h"
 #include "probe.h"
 #include "tests.h"
 

@@ -7,8 +7,8 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 
-#include "macro.h"
-#include "process-util.h"
+#include "basic/macro.h"
+#include "basic/process-util.h"
 #include "tests.h"
 
 #define MSEC (1000ULL)

@@ -8,11 +8,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "collect.h"
-#include "keys.h"
-#include "macro.h"
-#include "output.h"
-#include "result.h"
+#include "basic/macro.h"
+#include "result/collect.h"
+#include "result/output.h"
+#include "result/result.h"
+#include "secrets/keys.h"
 #include "tests.h"
 
 static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f) {

@@ -6,11 +6,11 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
-#include "fileio.h"
-#include "json-util.h"
-#include "macro.h"
-#include "policy.h"
-#include "resview.h"
+#include "basic/fileio.h"
+#include "basic/json-util.h"
+#include "basic/macro.h"
+#include "policy/policy.h"
+#include "resview/resview.h"
 #include "tests.h"
 
 TEST_MAIN();

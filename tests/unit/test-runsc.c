@@ -10,11 +10,11 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include "json-util.h"
-#include "macro.h"
-#include "oci.h"
-#include "runtime.h"
-#include "seccomp-check.h"
+#include "basic/json-util.h"
+#include "basic/macro.h"
+#include "oci/oci.h"
+#include "policy/seccomp-check.h"
+#include "runtime/runtime.h"
 #include "tests.h"
 
 static json_object *seccomp_policy(void) {

@@ -6,11 +6,11 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include "basic/fileio.h"
+#include "basic/macro.h"
 #include "config.h"
-#include "fileio.h"
-#include "macro.h"
-#include "policy.h"
-#include "runtime.h"
+#include "policy/policy.h"
+#include "runtime/runtime.h"
 #include "tests.h"
 
 #define POLICY_DIR POND_SOURCE_ROOT "/policy"

@@ -4,9 +4,9 @@
 #include <sodium.h>
 #include <string.h>
 
-#include "keys.h"
-#include "macro.h"
-#include "seal.h"
+#include "basic/macro.h"
+#include "secrets/keys.h"
+#include "secrets/seal.h"
 #include "tests.h"
 
 typedef struct Worker {

@@ -11,8 +11,8 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
-#include "macro.h"
-#include "socket-util.h"
+#include "basic/macro.h"
+#include "sidecar/socket-util.h"
 #include "tests.h"
 
 TEST_MAIN();

@@ -4,11 +4,11 @@
 #include <errno.h>
 #include <string.h>
 
-#include "jobid.h"
-#include "json-strict.h"
-#include "macro.h"
-#include "policy.h"
-#include "spec.h"
+#include "basic/jobid.h"
+#include "basic/json-strict.h"
+#include "basic/macro.h"
+#include "policy/policy.h"
+#include "policy/spec.h"
 #include "tests.h"
 
 /* The smallest valid spec's members, to which each case adds (or in which it replaces) one thing. */

@@ -15,10 +15,10 @@
 #include <sys/statvfs.h>
 #include <sys/sysmacros.h>
 
-#include "fileio.h"
-#include "macro.h"
-#include "oci.h"
-#include "stage.h"
+#include "basic/fileio.h"
+#include "basic/macro.h"
+#include "oci/oci.h"
+#include "stage/stage.h"
 #include "tests.h"
 
 TEST_MAIN();

@@ -3,7 +3,7 @@
  * on success; strv_push() appends, keeps the terminator, and takes its argument also on failure. */
 #include <sys/resource.h>
 
-#include "strv.h"
+#include "basic/strv.h"
 #include "tests.h"
 
 TEST_MAIN();

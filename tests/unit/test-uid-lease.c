@@ -11,10 +11,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "fileio.h"
-#include "macro.h"
+#include "basic/fileio.h"
+#include "basic/macro.h"
 #include "tests.h"
-#include "userns.h"
+#include "userns/userns.h"
 
 TEST_MAIN();
 

@@ -4,11 +4,11 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "basic/dirs.h"
+#include "basic/macro.h"
+#include "basic/unit-name.h"
 #include "config.h"
-#include "dirs.h"
-#include "macro.h"
 #include "tests.h"
-#include "unit-name.h"
 
 TEST_MAIN();
 

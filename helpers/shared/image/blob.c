@@ -8,10 +8,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "blob.h"
-#include "fileio.h"
-#include "hash.h"
-#include "macro.h"
+#include "basic/fileio.h"
+#include "basic/macro.h"
+#include "hash/hash.h"
+#include "image/blob.h"
 
 static void digest_format(const uint8_t d[SHA256_SIZE], char ret[DIGEST_SIZE]) {
         memcpy(ret, DIGEST_PREFIX, strlen(DIGEST_PREFIX));

@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <sodium.h>
 
-#include "image-name.h"
+#include "image/image-name.h"
 
 void digest_of(const void *p, size_t n, char ret[DIGEST_SIZE]);
 

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "image-name.h"
-#include "macro.h"
+#include "basic/macro.h"
+#include "image/image-name.h"
 
 bool digest_is_valid(const char *s) {
         if (!s || strncmp(s, DIGEST_PREFIX, strlen(DIGEST_PREFIX)) != 0)

@@ -15,10 +15,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "blob.h"
-#include "image-name.h"
-#include "layer.h"
+#include "image/blob.h"
+#include "image/image-name.h"
 
+/* What one layer may unpack to (pondctl import/layer.c enforces it). */
+typedef struct LayerLimits {
+        uint64_t max_entries;   /* entries in one layer */
+        uint64_t max_bytes;     /* file content in one layer, uncompressed */
+} LayerLimits;
+
+#define LAYER_LIMITS_DEFAULT ((LayerLimits) { .max_entries = 1U << 20, .max_bytes = 64ULL << 30 })
 
 typedef struct ImageStore {
         char *path;

@@ -4,11 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "errmsg.h"
-#include "json-strict.h"
-#include "json-util.h"
-#include "oci-json.h"
-#include "strv.h"
+#include "basic/errmsg.h"
+#include "basic/json-strict.h"
+#include "basic/json-util.h"
+#include "basic/strv.h"
+#include "image/oci-json.h"
 
 #define fail(ret_error, ...) error_set((ret_error), -EINVAL, __VA_ARGS__)
 

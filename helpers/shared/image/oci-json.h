@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "blob.h"
+#include "image/blob.h"
 
 #define OCI_JSON_MAX (4U << 20)    /* index, manifest, config: larger ones are refused */
 #define OCI_MAX_MANIFESTS 64U      /* in one index */

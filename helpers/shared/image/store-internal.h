@@ -2,7 +2,7 @@
 /* store-internal.h: what store.c lends import.c: subdirectories, records and refs. */
 #pragma once
 
-#include "image-store.h"
+#include "image/image-store.h"
 
 /* Opens (creating, 0700) the store's subdirectory name. */
 int store_subdir(const ImageStore *s, const char *name);

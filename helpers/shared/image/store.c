@@ -10,15 +10,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "dirs.h"
-#include "errmsg.h"
-#include "fileio.h"
-#include "image-store.h"
-#include "json-strict.h"
-#include "json-util.h"
-#include "macro.h"
-#include "store-internal.h"
-#include "strv.h"
+#include "basic/dirs.h"
+#include "basic/errmsg.h"
+#include "basic/fileio.h"
+#include "basic/json-strict.h"
+#include "basic/json-util.h"
+#include "basic/macro.h"
+#include "basic/strv.h"
+#include "image/image-store.h"
+#include "image/store-internal.h"
 
 #define RECORD_MAX (1U << 20)
 

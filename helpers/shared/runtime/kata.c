@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "log.h"
-#include "runtime.h"
+#include "basic/log.h"
+#include "runtime/runtime.h"
 
 static const char *const kata_configs[] = {
         "configuration-fc.toml",   /* Firecracker: the smallest VMM, preferred */

@@ -4,9 +4,9 @@
  * cgroup survives until delete, so its OOM counters can still be read. */
 #include <string.h>
 
+#include "basic/macro.h"
 #include "config.h"
-#include "macro.h"
-#include "runtime.h"
+#include "runtime/runtime.h"
 
 /* One candidate: the build's runc (-Drunc=, absolute or looked up in PATH). */
 static int runc_locate(char **ret_path, char **ret_reason) {

@@ -9,9 +9,9 @@
 #include <errno.h>
 #include <string.h>
 
-#include "errmsg.h"
-#include "json-util.h"
-#include "runtime.h"
+#include "basic/errmsg.h"
+#include "basic/json-util.h"
+#include "runtime/runtime.h"
 
 static bool action_permits(const char *action) {
         return action && (streq(action, "SCMP_ACT_ALLOW") || streq(action, "SCMP_ACT_LOG"));

@@ -16,12 +16,12 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 
-#include "dirs.h"
-#include "fileio.h"
-#include "json-util.h"
-#include "log.h"
-#include "runtime.h"
-#include "string-util.h"
+#include "basic/dirs.h"
+#include "basic/fileio.h"
+#include "basic/json-util.h"
+#include "basic/log.h"
+#include "basic/string-util.h"
+#include "runtime/runtime.h"
 
 #define RUNSC "runsc"
 #define PLATFORM_PROBE_USEC (60ULL * 1000 * 1000)

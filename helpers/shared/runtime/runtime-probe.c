@@ -7,8 +7,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "fileio.h"
-#include "runtime.h"
+#include "basic/fileio.h"
+#include "runtime/runtime.h"
 
 #define RUNTIME_DELETE_PROBE_USEC (10ULL * 1000 * 1000)
 

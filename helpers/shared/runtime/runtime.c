@@ -6,9 +6,9 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "log.h"
-#include "process-util.h"
-#include "runtime.h"
+#include "basic/log.h"
+#include "basic/process-util.h"
+#include "runtime/runtime.h"
 
 #define RUNTIME_OUTPUT_MAX (64 * 1024)
 

@@ -11,9 +11,9 @@
 
 #include <json-c/json.h>
 
-#include "macro.h"
-#include "strv.h"
-#include "policy.h"
+#include "basic/macro.h"
+#include "basic/strv.h"
+#include "policy/policy.h"
 
 typedef struct RuntimeJob {
         const char *state_root;   /* the runtime's --root: pond's own, not the host default */

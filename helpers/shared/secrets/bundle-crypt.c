@@ -6,11 +6,11 @@
 #include <sodium.h>
 #include <string.h>
 
-#include "bundle-crypt.h"
-#include "errmsg.h"
-#include "fileio.h"
-#include "jobid.h"
-#include "seal.h"
+#include "basic/errmsg.h"
+#include "basic/fileio.h"
+#include "basic/jobid.h"
+#include "secrets/bundle-crypt.h"
+#include "secrets/seal.h"
 
 #define SS_ABYTES crypto_secretstream_xchacha20poly1305_ABYTES
 #define SS_HEADERBYTES crypto_secretstream_xchacha20poly1305_HEADERBYTES

@@ -11,8 +11,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "hash.h"
-#include "keys.h"
+#include "hash/hash.h"
+#include "secrets/keys.h"
 
 #define BUNDLE_MAGIC "POND-BUNDLE-1\n"
 #define BUNDLE_MAGIC_SIZE 14

@@ -10,10 +10,10 @@
 #include <inttypes.h>
 #include <sys/stat.h>
 
-#include "bundle-crypt.h"
-#include "bundle.h"
-#include "errmsg.h"
-#include "fileio.h"
+#include "basic/errmsg.h"
+#include "basic/fileio.h"
+#include "secrets/bundle-crypt.h"
+#include "secrets/bundle.h"
 
 #define EXTRACT_BUF_SIZE (64U * 1024U)
 

@@ -5,8 +5,8 @@
 #include <limits.h>
 #include <string.h>
 
-#include "bundle.h"
-#include "errmsg.h"
+#include "basic/errmsg.h"
+#include "secrets/bundle.h"
 
 int bundle_path_normalize(const char *path, size_t max_path, char **ret, char **ret_error) {
         _cleanup_free_ char *out = NULL;

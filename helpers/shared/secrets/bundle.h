@@ -10,8 +10,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "hash.h"
-#include "keys.h"
+#include "hash/hash.h"
+#include "secrets/keys.h"
 
 typedef struct BundleLimits {
         uint64_t max_bytes;        /* file contents, summed over all regular files */

@@ -8,9 +8,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "fileio.h"
-#include "hash.h"
-#include "keys.h"
+#include "basic/fileio.h"
+#include "hash/hash.h"
+#include "secrets/keys.h"
 
 /* Large enough for the base64 of a 64-byte key plus newline, small enough to refuse anything else early. */
 #define KEY_TEXT_MAX 256

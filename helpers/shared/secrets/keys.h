@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "macro.h"
+#include "basic/macro.h"
 
 #define KEY_SIGN_SECRET_SIZE 64 /* crypto_sign_ed25519_SECRETKEYBYTES: seed || public key */
 #define KEY_SIGN_PUBLIC_SIZE 32

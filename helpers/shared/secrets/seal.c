@@ -4,9 +4,9 @@
 #include <sodium.h>
 #include <string.h>
 
-#include "errmsg.h"
-#include "jobid.h"
-#include "seal.h"
+#include "basic/errmsg.h"
+#include "basic/jobid.h"
+#include "secrets/seal.h"
 
 int seal_bound(const uint8_t worker_pk[KEY_SEAL_PUBLIC_SIZE], SealKind kind, const char *job_id,
                const uint8_t *secret, size_t len, uint8_t **ret_sealed, size_t *ret_sealed_len) {

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "keys.h"
+#include "secrets/keys.h"
 
 /* What a sealed blob carries; part of the sealed header, so a bundle key is never accepted as a credential
  * or the other way round. */

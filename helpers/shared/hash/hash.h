@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* hash.h: SHA-256 of byte strings and of fds (streaming, bounded), lowercase hex, the canonical tree digest of
+ * a checkout directory and the job's input_sha (docs/result-format.md defines both byte for byte). */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "basic/fileio.h" /* openat_beneath(), which lived here once */
+
+#define SHA256_SIZE 32
+#define SHA256_HEX_SIZE (2 * SHA256_SIZE + 1)
+
+/* Bounds of tree_digest(): deeper or larger checkouts are refused (-ELOOP, -E2BIG), never truncated, since a
+ * digest over part of a tree would claim more than it covers. */
+#define TREE_MAX_DEPTH 256U
+#define TREE_MAX_ENTRIES (1U << 20)
+
+#define INPUT_SHA_DOMAIN "pond-input-v1\n"
+
+/* Writes 2*n lowercase hex digits plus a NUL to ret. */
+void hex_encode(const uint8_t *p, size_t n, char *ret);
+void sha256_hex(const void *p, size_t n, char ret_hex[SHA256_HEX_SIZE]);
+void sha256_bytes(const void *p, size_t n, uint8_t ret[SHA256_SIZE]);
+
+/* Reads fd to EOF, hashing every byte and, if copy_fd >= 0, writing it there too. Refuses with -EFBIG as soon
+ * as more than max_bytes are read (what was copied so far stays in copy_fd: the caller removes it), and with
+ * -EAGAIN on an fd that would block (a fifo opened O_NONBLOCK): it never waits for a writer. */
+int hash_fd(int fd, int copy_fd, uint64_t max_bytes, uint8_t ret_digest[SHA256_SIZE], uint64_t *ret_size);
+
+typedef struct DigestCache DigestCache;
+
+/* The canonical digest of the tree below dirfd (not following symlinks, never opening special files): the walk
+ * lists the tree, then up to 4 threads hash its files. Uses no global state: safe to run from a thread.
+ * With a cache (digest-cache.h), a file whose key fields are unchanged is not read again; the digest is the
+ * same either way. A file swapped while the tree is read fails with -ESTALE. */
+int tree_digest(int dirfd, uint8_t ret_digest[SHA256_SIZE]);
+int tree_digest_cached(int dirfd, DigestCache *cache, uint8_t ret_digest[SHA256_SIZE]);
+
+/* input_sha = hex(sha256(INPUT_SHA_DOMAIN || sha256(spec) || tree_digest(checkout))), with the tree digest of
+ * "no checkout" (checkout_dirfd < 0) being sha256 of the empty string. */
+int input_sha_compute(const void *spec, size_t spec_len, int checkout_dirfd, char ret_hex[SHA256_HEX_SIZE]);
+/* ret_tree (may be NULL): the tree digest it used, for task_sha (pond-run's record/task-sha.h). */
+int input_sha_compute_cached(const void *spec, size_t spec_len, int checkout_dirfd, DigestCache *cache,
+                             char ret_hex[SHA256_HEX_SIZE], uint8_t ret_tree[SHA256_SIZE]);
