@@ -35,12 +35,12 @@ static bool interactive(const Job *j) {
 }
 
 int job_console_accept(Job *j, char **ret_error) {
-        const char *backend = j->input.provider->name;
+        const RuntimeProvider *provider = j->input.provider;
 
-        /* runc and runsc hand over a pty master through --console-socket; kata's is not driven by pond */
-        if (j->input.spec->tty && !streq(backend, "runc") && !streq(backend, "runsc"))
-                return (*ret_error = strdupf("tty: not available with backend %s (runc and runsc only)", backend)) ?
-                       -EOPNOTSUPP : -ENOMEM;
+        /* pond takes a tty job's pty master through the runtime's --console-socket (runc, runsc) */
+        if (j->input.spec->tty && !provider->console_socket)
+                return (*ret_error = strdupf("tty: not available with backend %s (it hands over no console)",
+                                             provider->name)) ? -EOPNOTSUPP : -ENOMEM;
         return 0;
 }
 

@@ -49,8 +49,8 @@ int job_resview_accept(Job *j, char **ret_error) {
         r = host_cpus(&host);
         if (r < 0)
                 return r;
-        /* only runc reads LXCFS: gVisor and a VM render their own /proc */
-        if (streq(res->backend, "runc"))
+        /* only a runtime on the host's kernel reads LXCFS: gVisor and a VM render their own /proc */
+        if (j->input.provider->proc_view == VIEW_SOURCE_LXCFS)
                 lxcfs = lxcfs_check(LXCFS_ROOT, &why);
         r = resource_view_decide(res->backend, res->resource_view, cpus_ceil(res->cpus_milli), res->memory_bytes,
                                  lxcfs, why, (unsigned) CPU_COUNT(&host), host_memory(), &j->view.view,

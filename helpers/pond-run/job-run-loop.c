@@ -272,7 +272,7 @@ static int add_sources(Loop *l) {
                 if (j->runtime.oom_fds[i] >= 0)
                         r = sd_event_add_io(e, NULL, j->runtime.oom_fds[i], EPOLLIN, on_oom, l);
         /* From a second after the start: the runtime's own start-up processes have come and gone by then. */
-        if (r >= 0 && j->input.provider && streq(j->input.provider->name, "runsc"))
+        if (r >= 0 && j->input.provider && j->input.provider->watch_task_set)
                 r = sd_event_add_time_relative(e, NULL, CLOCK_MONOTONIC, SANDBOX_WATCH_USEC, 0, on_sandbox_watch, l);
         if (r >= 0) {
                 r = job_console_watch(j, e, on_console_closed, l);

@@ -11,6 +11,7 @@
 #include "basic/strv.h"
 #include "policy/home.h"
 #include "policy/landlock.h"
+#include "runtime/runtime.h"
 
 #ifndef SYS_landlock_create_ruleset
 #define SYS_landlock_create_ruleset 444
@@ -134,21 +135,19 @@ unsigned landlock_host_abi(const char **ret_reason) {
 int landlock_decide(const LandlockProfile *p, const char *backend, unsigned host_abi, const char *host_reason,
                     LandlockDecision *ret, char **ret_error) {
         LandlockDecision d = { .decided = true, .mode = p->mode };
+        const RuntimeProvider *provider;
 
         if (p->mode == LANDLOCK_OFF) {
                 *ret = d;
                 return 0;
         }
-        if (backend && streq(backend, "runc")) {
+        provider = backend ? runtime_provider_find(backend) : NULL;
+        if (provider && !provider->landlock_absent) {
                 d.abi = MIN(host_abi, (unsigned) LANDLOCK_ABI_MAX);
                 d.reason = host_abi == 0 ? host_reason ?: "the kernel has no Landlock"
                         : host_abi > LANDLOCK_ABI_MAX ? "the kernel's ABI is newer than pond-init's" : NULL;
-        } else if (backend && streq(backend, "runsc"))
-                /* measured (tests/integration/test-landlock.sh): landlock_create_ruleset is ENOSYS in the
-                 * Sentry of runsc 20240729 */
-                d.reason = "gVisor implements no Landlock (landlock_create_ruleset: ENOSYS)";
-        else
-                d.reason = "the backend's guest kernel is not probed for Landlock";
+        } else
+                d.reason = provider ? provider->landlock_absent : "the backend is not known";
         if (p->mode == LANDLOCK_REQUIRED && d.abi < p->min_abi) {
                 if (d.abi == 0)
                         return error_set(ret_error, -EOPNOTSUPP, "landlock: the profile requires Landlock ABI "

@@ -58,11 +58,6 @@ SidecarDeath sidecar_death_from_string(const char *s) {
         return s ? table_lookup(sidecar_death_table, _SIDECAR_DEATH_MAX, s) : SIDECAR_DEATH_FAIL;
 }
 
-/* A gVisor sandbox's host tasks per payload task, and its fixed share (sentry, gofer, Go runtime threads):
- * measured with a fork bomb and a thread bomb held at nproc (docs/threat-model.md, "Task limits"). */
-#define RUNSC_HOST_TASKS_PER_TASK 8
-#define RUNSC_HOST_TASKS_BASE 256
-
 #define fail(ret_error, ...) error_set((ret_error), -EINVAL, __VA_ARGS__)
 
 static bool array_has_string(json_object *a, const char *s) {
@@ -247,6 +242,7 @@ int policy_resolve(const Policy *p, const SandboxBlock *block, ResolvedPolicy **
         json_object *backends = json_get(p->profiles, "backends");
         _cleanup_free_ char *known = keys_joined(profiles), *known_backends = keys_joined(backends), *where = NULL;
         const char *backend, *default_backend;
+        const RuntimeProvider *provider;
         int k;
 
         if (!block->profile)
@@ -311,16 +307,14 @@ int policy_resolve(const Policy *p, const SandboxBlock *block, ResolvedPolicy **
                                 return k;
                 }
         }
-        /* Inside gVisor the payload's tasks live in the sandbox's own kernel: the host's pids cgroup counts only
-         * the sandbox's host threads and stubs, never the payload's tasks. gVisor enforces RLIMIT_NPROC per
-         * sandbox, so there it is the job's task cap (docs/threat-model.md, "Task limits"). */
+        /* Where the payload's tasks live in the runtime's own kernel (gVisor's sandbox), the host's pids cgroup
+         * counts only the runtime's host threads and stubs, never the payload's tasks; the runtime enforces
+         * RLIMIT_NPROC itself, so there it is the job's task cap (docs/threat-model.md, "Task limits"). */
         r->host_pids_limit = r->pids_limit;
-        if (streq(r->backend, "runsc")) {
+        provider = runtime_provider_find(r->backend);
+        if (provider && provider->host_tasks) {
                 r->nproc = MIN(r->nproc, r->pids_limit);
-                /* The host-side limit bounds the sentry, gofer and systrap stubs (a stub process per guest
-                 * address space, and their threads): sized so that a payload held at its nproc can never
-                 * make the sandbox itself fail to create a thread (gVisor issue 2490). */
-                r->host_pids_limit = r->pids_limit * RUNSC_HOST_TASKS_PER_TASK + RUNSC_HOST_TASKS_BASE;
+                r->host_pids_limit = provider->host_tasks(r->pids_limit);
         }
         *ret = TAKE_PTR(r);
         return 0;

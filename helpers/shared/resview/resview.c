@@ -17,6 +17,7 @@
 #include "cgroup/cgroup-util.h"
 #include "resview/cpu-lease.h"
 #include "resview/resview.h"
+#include "runtime/runtime.h"
 
 #define FUSE_SUPER_MAGIC 0x65735546
 #define UNMOUNT_USEC (5ULL * 1000 * 1000)
@@ -104,14 +105,17 @@ int resource_view_decide(const char *backend, ResourceViewMode mode, unsigned cp
                 .mode = mode, .cpus_given = cpus_given, .memory_seen = memory,
                 .cpus_affinity = MIN(cpus_given, host_cpus), .cpus_proc = MIN(cpus_given, host_cpus),
         };
+        const RuntimeProvider *provider;
 
         if (!backend || mode < 0 || mode >= _RESOURCE_VIEW_MODE_MAX || cpus_given == 0 || host_cpus == 0)
                 return -EINVAL;
-        if (streq(backend, "runsc")) {
-                /* gVisor sizes its vCPUs from the sandbox's cpuset and MemTotal from its memory limit. */
-                v.cpus_source = v.memory_source = VIEW_SOURCE_GVISOR;
-        } else if (streq(backend, "kata")) {
-                v.cpus_source = v.memory_source = VIEW_SOURCE_VM;
+        provider = runtime_provider_find(backend);
+        if (!provider)
+                return -EINVAL;
+        if (provider->proc_view != VIEW_SOURCE_LXCFS) {
+                /* The runtime's own kernel renders them: gVisor sizes its vCPUs from the sandbox's cpuset and
+                 * MemTotal from its memory limit, a VM from its size. */
+                v.cpus_source = v.memory_source = provider->proc_view;
         } else if (lxcfs >= 0) {
                 v.cpus_source = v.memory_source = VIEW_SOURCE_LXCFS;
                 v.lxcfs = true;

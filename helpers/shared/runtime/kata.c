@@ -189,4 +189,6 @@ const RuntimeProvider runtime_kata = {
         .delete_argv = kata_delete_argv,
         .has_state = runtime_state_dir_exists,
         .adjust_config = kata_adjust_config,
+        .proc_view = VIEW_SOURCE_VM,
+        .landlock_absent = "the backend's guest kernel is not probed for Landlock",
 };

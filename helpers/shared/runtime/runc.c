@@ -68,4 +68,6 @@ const RuntimeProvider runtime_runc = {
         .exec_keeps_seccomp = true,
         .payload_cgroup_may_exist = true,
         .has_state = runtime_state_dir_exists,
+        .console_socket = true,
+        .proc_view = VIEW_SOURCE_LXCFS,
 };

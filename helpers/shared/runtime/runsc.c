@@ -380,6 +380,18 @@ static int runsc_adjust_config(const ResolvedPolicy *r, json_object *config) {
         return k;
 }
 
+/* A gVisor sandbox's host tasks per payload task, and its fixed share (sentry, gofer, Go runtime threads):
+ * measured with a fork bomb and a thread bomb held at nproc (docs/threat-model.md, "Task limits"). */
+#define RUNSC_HOST_TASKS_PER_TASK 8
+#define RUNSC_HOST_TASKS_BASE 256
+
+/* The host-side limit bounds the sentry, gofer and systrap stubs (a stub process per guest address space,
+ * and their threads): sized so that a payload held at its nproc can never make the sandbox itself fail to
+ * create a thread (gVisor issue 2490). */
+static uint64_t runsc_host_tasks(uint64_t pids_limit) {
+        return pids_limit * RUNSC_HOST_TASKS_PER_TASK + RUNSC_HOST_TASKS_BASE;
+}
+
 const RuntimeProvider runtime_runsc = {
         .name = "runsc",
         .locate = runsc_locate,
@@ -394,4 +406,11 @@ const RuntimeProvider runtime_runsc = {
         .forget = runsc_forget,
         .init_failed = runsc_init_failed,
         .adjust_config = runsc_adjust_config,
+        .console_socket = true,
+        .proc_view = VIEW_SOURCE_GVISOR,
+        /* measured (tests/integration/test-landlock.sh): landlock_create_ruleset is ENOSYS in the Sentry of
+         * runsc 20240729 */
+        .landlock_absent = "gVisor implements no Landlock (landlock_create_ruleset: ENOSYS)",
+        .host_tasks = runsc_host_tasks,
+        .watch_task_set = true,
 };

@@ -76,6 +76,21 @@ typedef struct RuntimeProvider {
         int (*init_failed)(const RuntimeJob *j, const siginfo_t *init, char **ret_reason);
         /* Optional: the provider's additions to config.json (e.g. a VM's size as annotations). */
         int (*adjust_config)(const ResolvedPolicy *r, json_object *config);
+        /* Traits other code asks the provider for instead of testing a backend's name: */
+        /* It hands a tty job's pty master to pond through --console-socket. */
+        bool console_socket;
+        /* What renders the job's /proc and sizes the CPUs and memory it sees (resview.h): VIEW_SOURCE_LXCFS
+         * means the host's kernel, with LXCFS's files bound over it; else the runtime's own kernel. */
+        ViewSource proc_view;
+        /* Why the host kernel's Landlock cannot confine the payload, or NULL where it does. */
+        const char *landlock_absent;
+        /* Optional, for a runtime whose payload's tasks live in a kernel of its own, which the host's pids
+         * cgroup does not count: RLIMIT_NPROC is the job's task cap there, and this sizes the host-side limit
+         * on the runtime's own processes from the job's pids limit. */
+        uint64_t (*host_tasks)(uint64_t pids_limit);
+        /* The runtime's own processes beside the init are watched while the job runs (a sandbox that dies
+         * under the payload). */
+        bool watch_task_set;
 } RuntimeProvider;
 
 extern const RuntimeProvider runtime_runc;
