@@ -263,10 +263,11 @@ typedef struct Job {
                    .runtime = JOB_RUNTIME_NULL, .console = JOB_CONSOLE_NULL, .network = JOB_NETWORK_NULL, \
                    .outcome = JOB_OUTCOME_NULL, .result = JOB_RESULT_NULL }
 
-/* job.c: the job's id and paths, its failure reason, and freeing it. */
+/* job.c: the job's id and paths. */
 int job_init(Job *j, const char *job_id);
+/* job-done.c: frees every part. */
 void job_done(Job *j);
-/* Records why the job failed or was refused, unless a reason is recorded already (the first cause is the
+/* job-outcome.c: records why the job failed or was refused, unless a reason is recorded already (the first cause is the
  * one the result names), and returns r. */
 int job_fail(Job *j, int r, const char *fmt, ...) _printf_(3, 4);
 void job_outcome_done(JobOutcome *o);
@@ -399,8 +400,6 @@ int job_console_receive(Job *j);
 /* While the payload runs: the console socket, the master. Returns 1 if the master is a stream the loop must
  * wait for (closed() is called at its end), 0 if there is none. */
 int job_console_watch(Job *j, sd_event *e, void (*closed)(void *userdata), void *userdata);
-/* kill_on_hangup: the attached caller went away without detaching: the job is cancelled (job-run-loop.c). */
-void job_console_hangup(Job *j);
 /* The init has exited: no new connections, no new execs. */
 void job_console_stop(Job *j);
 void job_console_done(JobConsole *c);
@@ -434,10 +433,16 @@ void job_runtime_failed(Job *j, const char *what);
 int job_run_loop(Job *j);
 /* A stop of the job's service is under way: its SIGTERM is pending here, or the unit is deactivating. */
 bool job_stop_requested(Job *j);
+
+/*    job-payload.c: acting on the running payload, for the loop and the features that watch it. */
 /* Reads the scope's oom_kill count while it is there: the only thing that makes a job OOM-killed. */
 void job_read_oom_kills(Job *j);
 /* Kills everything in the payload's scope (the init at least, if the scope is gone). */
 void job_kill_payload(Job *j);
+/* Marks the job cancelled and says so, once. */
+void job_cancel(Job *j, const char *why);
+/* kill_on_hangup: the attached caller went away without detaching: the job is cancelled. */
+void job_console_hangup(Job *j);
 /* The broker reports the job's budget spent: the job is cancelled, the reason recorded, and the payload
  * killed JOB_CEILING_GRACE_USEC later (the agent reads the broker's 402 that says why). */
 #define JOB_CEILING_GRACE_USEC (1000ULL * 1000)
