@@ -97,22 +97,32 @@ static int image_allowed(Job *j) {
                         res->image, l->digest ? " = " : "", l->digest ?: "", res->profile);
 }
 
-/* A member's checkout is their own directory: refused here with the reason, and checked again on the tree
- * staging actually mounts (stage_setup_owned()), since the path may change in between. */
-static int checkout_owned(Job *j) {
+/* The checkout is opened once, here, and kept: what is hashed after acceptance is this tree, never the path
+ * resolved again. A member's must be their own directory: refused here with the reason, and checked again
+ * on the tree staging actually mounts (stage_setup_owned()), since the path may change in between. Root's
+ * that does not open is left to staging, which says why. */
+static int checkout_open(Job *j) {
         const JobSpec *spec = j->input.spec;
+        bool member = j->input.have_submitter && j->input.submitter.uid != 0;
         _cleanup_close_ int fd = -EBADF;
         _cleanup_free_ char *err = NULL;
         int r;
 
-        if (!spec->checkout || spec->bundle || !j->input.have_submitter || j->input.submitter.uid == 0)
+        if (!spec->checkout || spec->bundle)
                 return 0;
         r = ns_open(NS_MANAGER_MNT, spec->checkout, O_RDONLY | O_DIRECTORY, &fd);
-        if (r < 0)
+        if (r < 0 && member)
                 return job_fail(j, r, "checkout: cannot open %s: %s", spec->checkout, strerror(-r));
-        r = job_check_submitter_owns(j, fd, spec->checkout, &err);
-        if (r < 0)
-                return job_fail(j, r, "checkout: %s", err ?: strerror(-r));
+        if (r < 0) {
+                log_debug_errno(r, "Cannot open the checkout %s at acceptance: %m", spec->checkout);
+                return 0;
+        }
+        if (member) {
+                r = job_check_submitter_owns(j, fd, spec->checkout, &err);
+                if (r < 0)
+                        return job_fail(j, r, "checkout: %s", err ?: strerror(-r));
+        }
+        j->input.checkout_fd = TAKE_FD(fd);
         return 0;
 }
 
@@ -126,7 +136,7 @@ int job_accept(Job *j) {
                 r = resolve(j);
         if (r < 0)
                 return r;
-        r = checkout_owned(j);
+        r = checkout_open(j);
         if (r < 0)
                 return r;
         r = job_accept_bundle(j, &err);
@@ -170,5 +180,6 @@ void job_input_done(JobInput *in) {
         policy_free(in->policy);
         resolved_policy_free(in->resolved);
         free(in->spec_buf);
-        *in = (JobInput) {};
+        safe_close(in->checkout_fd);
+        *in = (JobInput) JOB_INPUT_NULL;
 }

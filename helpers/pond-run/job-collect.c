@@ -174,8 +174,7 @@ int job_collect(Job *j, int r) {
         reap(j);
         collect_oom(j);
         (void) job_teardown_processes(j);
-        k = job_input_hash_result(&j->input_hash, j->input.spec_buf, j->input.spec_len,
-                                  j->input.spec ? j->input.spec->checkout : NULL, &hex);
+        k = job_input_hash_result(j, &hex);
         if (k < 0) {
                 log_error_errno(k, "Cannot hash the job's input: %m");
                 r = r < 0 ? r : k;

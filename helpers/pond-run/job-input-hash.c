@@ -12,7 +12,6 @@
 #include "basic/string-util.h"
 #include "hash/digest-cache.h"
 #include "job.h"
-#include "stage/ns-open.h"
 
 #define INPUT_DIGEST_CACHE "input-digests.cache"
 
@@ -54,21 +53,17 @@ void job_input_hash_fix(InputHash *h) {
         h->final = true;
 }
 
-/* dir is the checkout as issued (or NULL: none), as the mount namespace ns sees it (NULL: ours); immutable
- * when nothing can change it while the job runs. */
-int job_input_hash_start(InputHash *h, const char *spec, size_t spec_len, const char *ns, const char *dir,
-                         bool immutable) {
-        int r;
-
-        if (h->final || h->running)
+/* checkout_fd: the checkout as issued, opened (taken; -EBADF: none); immutable when nothing can change it
+ * while the job runs. */
+int job_input_hash_start(InputHash *h, const char *spec, size_t spec_len, int checkout_fd, bool immutable) {
+        if (h->final || h->running) {
+                safe_close(checkout_fd);
                 return 0;
+        }
         h->spec = spec;
         h->spec_len = spec_len;
-        if (dir) {
-                r = ns_open(ns, dir, O_RDONLY | O_DIRECTORY, &h->checkout_fd);
-                if (r < 0)
-                        return log_error_errno(r, "Cannot open the checkout %s: %m", dir);
-        }
+        safe_close(h->checkout_fd);
+        h->checkout_fd = checkout_fd;
         if (!immutable) {
                 hash_thread(h);
                 report_cache(h);
@@ -95,27 +90,44 @@ static int join(InputHash *h) {
         return h->r < 0 ? h->r : 0;
 }
 
-/* The input of a job that never started hashing: the spec as read, and the checkout as it is now (a host
- * path: as the service manager's namespace sees it). */
-static void hash_late(InputHash *h, const char *spec, size_t spec_len, const char *checkout) {
+/* The input of a job that never started hashing: the spec as read and, if it names a checkout, the tree
+ * acceptance opened (and, for a member, found theirs): never the path resolved again, which may lead
+ * elsewhere by now. A member's job that was not staged covers its spec alone (its tree is read only once
+ * staging found it theirs); a checkout that was not opened at acceptance leaves input_sha not computed. */
+static void hash_late(Job *j) {
+        InputHash *h = &j->input_hash;
+        const JobSpec *spec = j->input.spec;
+        bool member = j->input.have_submitter && j->input.submitter.uid != 0;
         _cleanup_close_ int fd = -EBADF;
 
-        if (checkout && ns_open(NS_MANAGER_MNT, checkout, O_RDONLY | O_DIRECTORY, &fd) < 0)
-                fd = -EBADF;
-        if (compute(h, spec, spec_len, fd) < 0)
+        h->final = true;
+        if (spec && spec->checkout && !(member && !j->staging.staged)) {
+                if (j->input.checkout_fd < 0) {
+                        log_warning("The checkout %s was not opened at acceptance: input_sha is not computed",
+                                    spec->checkout);
+                        h->hex[0] = 0;
+                        return;
+                }
+                fd = fcntl(j->input.checkout_fd, F_DUPFD_CLOEXEC, 3);
+                if (fd < 0) {
+                        log_error_errno(errno, "Cannot hash the checkout as accepted: %m");
+                        h->hex[0] = 0;
+                        return;
+                }
+        }
+        if (compute(h, j->input.spec_buf, j->input.spec_len, fd) < 0)
                 h->hex[0] = 0;
         report_cache(h);
-        h->final = true;
 }
 
-int job_input_hash_result(InputHash *h, const char *spec, size_t spec_len, const char *checkout,
-                          const char **ret_hex) {
+int job_input_hash_result(Job *j, const char **ret_hex) {
+        InputHash *h = &j->input_hash;
         int r = 0;
 
         if (h->running)
                 r = join(h);
-        else if (!h->final && !h->hex[0] && spec)
-                hash_late(h, spec, spec_len, checkout);
+        else if (!h->final && !h->hex[0] && j->input.spec_buf)
+                hash_late(j);
         *ret_hex = h->hex[0] ? h->hex : NULL;
         return r;
 }

@@ -258,13 +258,9 @@ int job_sign(Job *j) {
         const char *input_sha;
         int r;
 
-        const char *checkout = j->input.spec ? j->input.spec->checkout : NULL;
-
         /* A member's checkout is read only once staging found it theirs: a refused job's input_sha covers
-         * its spec alone, not a tree its submitter named but may not own. */
-        if (j->input.have_submitter && j->input.submitter.uid != 0 && !j->staging.staged)
-                checkout = NULL;
-        (void) job_input_hash_result(&j->input_hash, j->input.spec_buf, j->input.spec_len, checkout, &input_sha);
+         * its spec alone, not a tree its submitter named but may not own (job-input-hash.c). */
+        (void) job_input_hash_result(j, &input_sha);
         r = job_result_stage(j);
         if (r >= 0 && !j->result.artifacts)
                 r = empty_artifacts(&j->result.artifacts);

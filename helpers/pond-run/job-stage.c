@@ -3,6 +3,7 @@
  * sidecar units), the runtime's children (pond-run is their subreaper), the job's runtime directory with
  * /workspace (read-only bind, overlay or in place) and the root filesystem. The input hash starts as
  * soon as the checkout as issued is staged. */
+#include <fcntl.h>
 #include <sys/prctl.h>
 #include <systemd/sd-daemon.h>
 
@@ -95,10 +96,19 @@ int job_stage_workspace(Job *j) {
  * while a hashing thread holds an allocator lock that has no fork handler (ASan's) would hang in it. */
 int job_stage_hash_input(Job *j) {
         const Stage *st = &j->staging.stage;
+        int fd = -EBADF;
 
-        /* The lower view is ours; the checkout itself (in place) is a host path. */
-        return job_input_hash_start(&j->input_hash, j->input.spec_buf, j->input.spec_len,
-                                    st->lower ? NULL : NS_MANAGER_MNT, st->lower ?: j->input.spec->checkout,
+        /* The lower view is ours; the checkout itself (in place) is the tree acceptance opened. */
+        if (st->lower)
+                fd = open(st->lower, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        else if (j->input.spec->checkout && j->input.checkout_fd >= 0)
+                fd = fcntl(j->input.checkout_fd, F_DUPFD_CLOEXEC, 3);
+        else if (j->input.spec->checkout)
+                return log_error_errno(EBADF, "The checkout %s was not opened at acceptance: not hashed",
+                                       j->input.spec->checkout);
+        if ((st->lower || j->input.spec->checkout) && fd < 0)
+                return log_error_errno(errno, "Cannot open the checkout to hash it: %m");
+        return job_input_hash_start(&j->input_hash, j->input.spec_buf, j->input.spec_len, fd,
                                     st->lower || !j->input.spec->checkout);
 }
 

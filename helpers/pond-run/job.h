@@ -51,6 +51,9 @@ typedef struct JobInput {
         LandlockDecision landlock;      /* the ABI pond-init applies, or why none (landlock.h) */
         Submitter submitter;            /* whose job it is (job-accept-intake.c): root, or a member of the group */
         bool have_submitter;
+        int checkout_fd;                /* the spec's host checkout as opened at acceptance (a member's: found
+                                         * theirs there); everything after acceptance reads it from here, never
+                                         * from the path again. -EBADF: none, a bundle's, or not openable */
 } JobInput;
 
 /* The job's place under the worker's admission ceiling (job-admit.c). */
@@ -259,9 +262,10 @@ typedef struct Job {
 #define JOB_USERNS_NULL { .fd = -EBADF }
 #define JOB_RESULT_NULL { .results_fd = -EBADF, .staged_fd = -EBADF }
 #define JOB_NETWORK_NULL { .setup = PIDREF_NULL, .setup_error = -EBADF }
-#define JOB_NULL { .admission = { .queue_fd = -EBADF }, .input_hash = INPUT_HASH_NULL, .userns = JOB_USERNS_NULL, \
-                   .runtime = JOB_RUNTIME_NULL, .console = JOB_CONSOLE_NULL, .network = JOB_NETWORK_NULL, \
-                   .outcome = JOB_OUTCOME_NULL, .result = JOB_RESULT_NULL }
+#define JOB_INPUT_NULL { .checkout_fd = -EBADF }
+#define JOB_NULL { .input = JOB_INPUT_NULL, .admission = { .queue_fd = -EBADF }, .input_hash = INPUT_HASH_NULL, \
+                   .userns = JOB_USERNS_NULL, .runtime = JOB_RUNTIME_NULL, .console = JOB_CONSOLE_NULL, \
+                   .network = JOB_NETWORK_NULL, .outcome = JOB_OUTCOME_NULL, .result = JOB_RESULT_NULL }
 
 /* job.c: the job's id and paths. */
 int job_init(Job *j, const char *job_id);
@@ -318,11 +322,13 @@ void job_staging_done(JobStaging *s);
  *    is hashed by a thread while the job runs; one it edits in place (profile none) before it runs; and
  *    the input of a job that never got that far when its result is written. */
 void job_input_hash_fix(InputHash *h);
-int job_input_hash_start(InputHash *h, const char *spec, size_t spec_len, const char *ns, const char *dir,
-                         bool immutable);
-/* *ret_hex is NULL when there is no hash; an error only when the thread's hashing failed. */
-int job_input_hash_result(InputHash *h, const char *spec, size_t spec_len, const char *checkout,
-                          const char **ret_hex);
+/* checkout_fd (taken, -EBADF: none): the tree to hash, already open: the job's read-only view, or the
+ * checkout as accepted. */
+int job_input_hash_start(InputHash *h, const char *spec, size_t spec_len, int checkout_fd, bool immutable);
+/* *ret_hex is NULL when there is no hash; an error only when the thread's hashing failed. A job that never
+ * started hashing gets its input hashed now, from the checkout as opened at acceptance (never its path
+ * again): without that tree, input_sha is not computed (NULL). */
+int job_input_hash_result(Job *j, const char **ret_hex);
 void job_input_hash_done(InputHash *h);
 
 /* 3. job-network.c: namespace, veth, nftables; the sidecars' configurations written and units started.

@@ -6,9 +6,11 @@
 #include <sodium.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "basic/macro.h"
 #include "hash/hash.h"
+#include "job.h"
 #include "record/task-sha.h"
 #include "tests.h"
 
@@ -204,4 +206,60 @@ TEST(task_sha_ignores_what_is_per_run) {
         EXPECT_TRUE(strcmp(ha, ht) != 0);
         EXPECT_ERROR(EINVAL, task_sha_compute("[1]", 3, tree, ha));
         EXPECT_TRUE(task_sha_compute("{\"a\":", 5, tree, ha) < 0);
+}
+
+/* A job that never started hashing (it failed after acceptance) gets input_sha from the tree acceptance
+ * opened, never from its path resolved again: the path, re-pointed at another tree since, changes nothing.
+ * A checkout that acceptance did not open leaves input_sha not computed. */
+TEST(late_input_sha_is_the_accepted_tree) {
+        static const char spec[] = "{\"checkout\":\"co\"}";
+        char dir[] = "/tmp/test-hash-late.XXXXXX", p[128], q[128], expected[SHA256_HEX_SIZE];
+        const char *hex = NULL;
+        int fd;
+
+        ASSERT_TRUE(mkdtemp(dir) != NULL);
+        ASSERT_EQ(0, setenv("POND_STATEDIR", dir, 1));
+        snprintf(p, sizeof p, "%s/a", dir);
+        ASSERT_EQ(0, mkdir(p, 0755));
+        snprintf(p, sizeof p, "%s/b", dir);
+        ASSERT_EQ(0, mkdir(p, 0755));
+        snprintf(p, sizeof p, "%s/b/secret", dir);
+        fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        ASSERT_TRUE(fd >= 0);
+        ASSERT_EQ(6, write(fd, "secret", 6));
+        close(fd);
+        snprintf(p, sizeof p, "%s/co", dir);
+        ASSERT_EQ(0, symlink("a", p));
+
+        {
+                _cleanup_(job_done) Job j = JOB_NULL;
+
+                j.input.spec_buf = strdup(spec);
+                j.input.spec_len = strlen(spec);
+                j.input.spec = calloc(1, sizeof *j.input.spec);
+                ASSERT_TRUE(j.input.spec_buf && j.input.spec);
+                j.input.spec->checkout = strdup(p);
+                /* acceptance opens the checkout; then the path is re-pointed at another tree */
+                j.input.checkout_fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                ASSERT_TRUE(j.input.checkout_fd >= 0);
+                ASSERT_OK(input_sha_compute(spec, strlen(spec), j.input.checkout_fd, expected));
+                ASSERT_EQ(0, unlink(p));
+                ASSERT_EQ(0, symlink("b", p));
+                ASSERT_OK(job_input_hash_result(&j, &hex));
+                ASSERT_TRUE(hex != NULL);
+                ASSERT_STREQ(expected, hex);
+        }
+        {
+                _cleanup_(job_done) Job j = JOB_NULL;
+
+                j.input.spec_buf = strdup(spec);
+                j.input.spec_len = strlen(spec);
+                j.input.spec = calloc(1, sizeof *j.input.spec);
+                ASSERT_TRUE(j.input.spec_buf && j.input.spec);
+                j.input.spec->checkout = strdup(p);
+                ASSERT_OK(job_input_hash_result(&j, &hex));
+                ASSERT_TRUE(hex == NULL);
+        }
+        snprintf(q, sizeof q, "%s", dir);
+        ASSERT_OK(rm_rf_at(AT_FDCWD, q));
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-image-store.c: the image store against real and hostile inputs made here with libarchive's writer:
  * import and idempotent re-import, whiteout and opaque conversion, a flipped byte, a missing blob, layers
- * that try to leave their directory, device nodes, setuid bits, bounds, rm and gc, and an importer killed
- * with SIGKILL at any moment leaving nothing a job could use. */
+ * that try to leave their directory, device nodes, setuid bits, bounds (entries, the decompressed stream
+ * with data skipped rather than copied, the blob, time), rm and gc, and an importer killed with SIGKILL at
+ * any moment leaving nothing a job could use. */
 #include <archive.h>
 #include <archive_entry.h>
 #include <fcntl.h>
@@ -15,6 +16,7 @@
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "basic/fileio.h"
@@ -351,6 +353,109 @@ TEST_F(store, entry_bound) {
 
         self->s.limits.max_entries = 5;
         refuse_layer(self, many, ELEMENTSOF(many), "more than 5 entries");
+}
+
+/* A gzip bomb: one entry named name whose data (size bytes of zeros) pond does not copy, gzipped
+ * (~1000:1), then a regular file. */
+static int make_bomb(const char *name, size_t size, char **ret, size_t *ret_len) {
+        struct archive *a = archive_write_new();
+        struct archive_entry *ae = archive_entry_new();
+        size_t cap = 4 << 20, used = 0;
+        char *buf = malloc(cap), zeros[65536] = {};
+
+        if (!a || !ae || !buf)
+                return -ENOMEM;
+        archive_write_set_format_pax_restricted(a);
+        archive_write_add_filter_gzip(a);
+        if (archive_write_open_memory(a, buf, cap, &used) != ARCHIVE_OK)
+                return -EIO;
+        archive_entry_set_pathname(ae, name);
+        archive_entry_set_mode(ae, AE_IFREG | 0644);
+        archive_entry_set_size(ae, (la_int64_t) size);
+        if (archive_write_header(a, ae) != ARCHIVE_OK)
+                return -EIO;
+        for (size_t done = 0; done < size; done += sizeof zeros)
+                if (archive_write_data(a, zeros, MIN(sizeof zeros, size - done)) < 0)
+                        return -EIO;
+        archive_entry_clear(ae);
+        archive_entry_set_pathname(ae, "after");
+        archive_entry_set_mode(ae, AE_IFREG | 0644);
+        archive_entry_set_size(ae, 1);
+        if (archive_write_header(a, ae) != ARCHIVE_OK || archive_write_data(a, "x", 1) != 1)
+                return -EIO;
+        archive_entry_free(ae);
+        if (archive_write_close(a) != ARCHIVE_OK)
+                return -EIO;
+        archive_write_free(a);
+        *ret = buf;
+        *ret_len = used;
+        return 0;
+}
+
+static uint64_t now_ms(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
+}
+
+/* The data of entries pond skips (a whiteout, an opaque marker) still comes out of the decompressor: it is
+ * counted, and a small gzip of zeros claiming more than the stream's bound is refused at the bound,
+ * quickly, leaving nothing. Before, it was skipped uncounted: any size went through. */
+TEST_F(store, bomb_layers_are_refused) {
+        static const char *const names[] = { ".wh.gone", "d/.wh..wh..opq" };
+        _cleanup_free_ char *tar = NULL;
+        size_t len = 0;
+
+        self->s.limits.max_bytes = 1 << 20;
+        self->s.limits.max_stream_bytes = 4 << 20;
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                _cleanup_free_ char *err = NULL;
+                ImageRecord rec = {};
+                char d[DIGEST_SIZE];
+                uint64_t start;
+
+                free(tar);
+                tar = NULL;
+                ASSERT_OK(make_bomb(names[i], 256 << 20, &tar, &len));
+                ASSERT_TRUE(len < (1 << 20)); /* 256 MiB of data in well under 1 MiB */
+                (void) rm_rf_at(AT_FDCWD, self->layout);
+                ASSERT_OK(make_layout(self->layout, &tar, &len, 1, d));
+                start = now_ms();
+                EXPECT_ERROR(EPERM, image_store_import(&self->s, self->layout, NULL, &rec, &err));
+                EXPECT_CONTAINS("tar stream has more than 4194304 bytes", err);
+                EXPECT_CONTAINS(names[i], err);
+                EXPECT_TRUE(now_ms() - start < 10000);
+                EXPECT_ERROR(ENOENT, image_store_lookup(&self->s, d, &rec, NULL));
+                EXPECT_EQ(0, count_dir(&self->s, "layers"));
+                EXPECT_EQ(0, count_dir(&self->s, "tmp"));
+        }
+        /* The same layer under a bound that holds it imports. */
+        self->s.limits.max_stream_bytes = 512 << 20;
+        {
+                _cleanup_free_ char *err = NULL;
+                ImageRecord rec = {};
+                char d[DIGEST_SIZE];
+
+                (void) rm_rf_at(AT_FDCWD, self->layout);
+                ASSERT_OK(make_layout(self->layout, &tar, &len, 1, d));
+                EXPECT_OK(image_store_import(&self->s, self->layout, NULL, &rec, &err));
+        }
+}
+
+/* The blob as stored counts too, and the clock: a layer past its time is refused, leaving nothing. */
+TEST_F(store, blob_and_time_bounds) {
+        const Entry some[] = { { "a", 'f', "some content", 0 }, { "b", 'f', "more", 0 } };
+        char big[8192];
+        Entry large[] = { { "big", 'f', big, 0 } };
+
+        memset(big, 'x', sizeof big - 1);
+        big[sizeof big - 1] = 0;
+        self->s.limits.max_stream_bytes = 4096;
+        refuse_layer(self, large, ELEMENTSOF(large), "has more than 4096 bytes");
+        self->s.limits.max_stream_bytes = LAYER_LIMITS_DEFAULT.max_stream_bytes;
+        self->s.limits.max_usec = 1;
+        refuse_layer(self, some, ELEMENTSOF(some), "unpacking the layer took longer than");
 }
 
 TEST_F(store, rm_gc_and_use_lock) {

@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-net-lease: the /30 allocator: addresses of a lease, distinct leases until the pool is exhausted,
  * release and reuse, exclusivity between processes, a release that never frees another job's block, and
- * refused pools. Unprivileged: leases are files in a temporary directory. */
+ * refused pools; the claims on network object names, and two job ids whose names collide set up as root
+ * with a real namespace, veth and nftables table: the second is refused and the first's objects stay.
+ * Leases are files in a temporary directory; the real objects need root (else SKIP). */
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <net/if.h>
+#include <nftables/libnftables.h>
 #include <sys/stat.h>
 
 #include "basic/fileio.h"
@@ -14,11 +18,17 @@
 
 TEST_MAIN();
 
+/* Two valid job ids whose network names collide: the first 48 bits of SHA-256 of each are 169d946becb6
+ * (found by a birthday search over "collide-N"). */
+#define COLLIDE_A "collide-1736521"
+#define COLLIDE_B "collide-9235547"
+
 #define POOL "10.203.0.0/16"
 
 FIXTURE(lease) {
         char dir[64];
         char leases[96];        /* below dir, not created: acquire creates it */
+        bool net_rundir;        /* dir/run holds a real network set-up of COLLIDE_A's */
 };
 
 FIXTURE_SETUP(lease) {
@@ -30,7 +40,11 @@ FIXTURE_SETUP(lease) {
         snprintf(self->leases, sizeof self->leases, "%s/leases", self->dir);
 }
 
+static int job_net_teardown_in(const char *dir, const char *job_id);
+
 FIXTURE_TEARDOWN(lease) {
+        if (self->net_rundir)
+                (void) job_net_teardown_in(self->dir, COLLIDE_A);
         if (self->dir[0])
                 ASSERT_OK(rm_rf_at(AT_FDCWD, self->dir));
 }
@@ -259,4 +273,108 @@ TEST_F(lease, job_id_with_a_slash_leaves_nothing) {
         ASSERT_EQ(0, entries(self->leases));
         snprintf(outside, sizeof outside, "%s/escape", self->dir);
         ASSERT_TRUE(access(outside, F_OK) < 0);
+}
+
+/* What a failed test left of a real set-up goes, whatever the failure. */
+static int job_net_teardown_in(const char *dir, const char *job_id) {
+        char rundir[96];
+
+        snprintf(rundir, sizeof rundir, "%s/run", dir);
+        return job_net_teardown(job_id, rundir);
+}
+
+TEST(colliding_ids_share_names) {
+        JobNet a, b;
+
+        job_net_names(COLLIDE_A, &a);
+        job_net_names(COLLIDE_B, &b);
+        ASSERT_STREQ("pond_169d946becb6", a.table);
+        ASSERT_STREQ(a.table, b.table);
+        ASSERT_STREQ(a.host_ifname, b.host_ifname);
+        ASSERT_STREQ(a.netns_path, b.netns_path);
+}
+
+/* One holder per name: a second job is refused, cannot release it and does not hold it; the holder
+ * claims again harmlessly, and once it releases, the name is free for the other. */
+TEST_F(lease, name_claim_is_exclusive) {
+        _cleanup_free_ char *owner = NULL;
+
+        ASSERT_OK(net_name_claim(self->leases, "pond_169d946becb6", COLLIDE_A));
+        owner = read_in(self->leases, "name-pond_169d946becb6");
+        ASSERT_STREQ(COLLIDE_A, owner);
+        ASSERT_ERROR(EADDRINUSE, net_name_claim(self->leases, "pond_169d946becb6", COLLIDE_B));
+        ASSERT_EQ(1, net_name_claimed(self->leases, "pond_169d946becb6", COLLIDE_A));
+        ASSERT_EQ(0, net_name_claimed(self->leases, "pond_169d946becb6", COLLIDE_B));
+        ASSERT_OK(net_name_release(self->leases, "pond_169d946becb6", COLLIDE_B));
+        ASSERT_EQ(1, net_name_claimed(self->leases, "pond_169d946becb6", COLLIDE_A));
+        ASSERT_OK(net_name_claim(self->leases, "pond_169d946becb6", COLLIDE_A));
+        ASSERT_EQ(1, entries(self->leases));
+        ASSERT_OK(net_name_release(self->leases, "pond_169d946becb6", COLLIDE_A));
+        ASSERT_EQ(0, entries(self->leases));
+        ASSERT_OK(net_name_claim(self->leases, "pond_169d946becb6", COLLIDE_B));
+        ASSERT_EQ(0, net_name_claimed(self->leases, "pond_169d946becb6", COLLIDE_A));
+        ASSERT_TRUE(net_name_claim(self->leases, "../x", COLLIDE_A) < 0);
+}
+
+static bool table_exists(const char *table) {
+        struct nft_ctx *nft = nft_ctx_new(NFT_CTX_DEFAULT);
+        char cmd[96];
+        bool found;
+
+        if (!nft)
+                return false;
+        (void) nft_ctx_buffer_output(nft);
+        (void) nft_ctx_buffer_error(nft);
+        snprintf(cmd, sizeof cmd, "list table inet %s", table);
+        found = nft_run_cmd_from_buffer(nft, cmd) == 0;
+        nft_ctx_free(nft);
+        return found;
+}
+
+static int objects(const JobNet *n) {
+        return (access(n->netns_path, F_OK) == 0) + (if_nametoindex(n->host_ifname) > 0) + table_exists(n->table);
+}
+
+/* The attack of a chosen colliding id: job A runs with its namespace, veth and table; job B's set-up under
+ * the same names is refused and its failure path (the teardown by B's id) leaves A's objects alone; A's
+ * own teardown then removes them all. */
+TEST_F(lease, colliding_job_cannot_remove_anothers_network) {
+        static const uint16_t ports[] = { NET_PROXY_PORT };
+        _cleanup_free_ char *err = NULL;
+        char rundir[96];
+        NetLease la = {}, lb = {};
+        JobNet a = {}, b = { .table = "untouched" };
+        int r;
+
+        if (geteuid() != 0)
+                TEST_SKIP("needs root: real network namespaces, veths and nftables tables");
+        job_net_names(COLLIDE_A, &a);
+        if (objects(&a) != 0)
+                TEST_SKIP("objects named pond_169d946becb6 exist already (another run of this test?)");
+        snprintf(rundir, sizeof rundir, "%s/run", self->dir);
+        self->net_rundir = true;
+        ASSERT_EQ(0, setenv("POND_NET_POOL", "10.251.7.0/28", 1));
+        ASSERT_EQ(0, setenv("POND_NFT_TEMPLATE", POND_SOURCE_ROOT "/nft/job.nft", 1));
+
+        ASSERT_OK(job_net_lease(COLLIDE_A, rundir, &la, NULL));
+        ASSERT_OK(job_net_setup(COLLIDE_A, rundir, -EBADF, &la, ports, ELEMENTSOF(ports), &a, &err));
+        ASSERT_EQ(3, objects(&a));
+
+        ASSERT_OK(job_net_lease(COLLIDE_B, rundir, &lb, NULL));
+        ASSERT_TRUE(la.index != lb.index);
+        r = job_net_setup(COLLIDE_B, rundir, -EBADF, &lb, ports, ELEMENTSOF(ports), &b, &err);
+        /* A's objects are all there, and B's failure path released B's lease only. */
+        ASSERT_EQ(3, objects(&a));
+        ASSERT_EQ(-EADDRINUSE, r);
+        ASSERT_CONTAINS("another running job's", err);
+        ASSERT_STREQ("untouched", b.table);
+        ASSERT_OK(job_net_teardown(COLLIDE_B, rundir)); /* again, as pond-run --cleanup would */
+        ASSERT_EQ(3, objects(&a));
+        ASSERT_ERROR(EADDRINUSE, job_net_setup(COLLIDE_B, rundir, -EBADF, NULL, NULL, 0, &b, NULL));
+        ASSERT_EQ(3, objects(&a));
+
+        ASSERT_OK(job_net_teardown(COLLIDE_A, rundir));
+        ASSERT_EQ(0, objects(&a));
+        snprintf(rundir + strlen(rundir), sizeof rundir - strlen(rundir), "/net");
+        ASSERT_EQ(0, entries(rundir));
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* job-net.c: a confined job's network, set up before the payload and torn down on every path. Names come
  * from a hash of the job id (interface names are 15 bytes at most), so cleanup finds everything again
- * from the id alone. */
+ * from the id alone; since two ids can share them, a job makes and removes objects only under its claim
+ * on the names (net-lease.c), taken before anything is made. */
 #include <sodium.h>
 #include <string.h>
 
@@ -55,15 +56,25 @@ int job_net_lease(const char *job_id, const char *rundir, NetLease *ret, char **
 
 int job_net_setup(const char *job_id, const char *rundir, int userns_fd, const NetLease *lease,
                   const uint16_t *ports, size_t n_ports, JobNet *ret, char **ret_error) {
-        _cleanup_free_ char *template = nft_template();
+        _cleanup_free_ char *template = nft_template(), *leases = lease_dir(rundir);
         JobNet n;
         int r;
 
-        if (!template)
+        if (!template || !leases)
                 return -ENOMEM;
         job_net_names(job_id, &n);
         if (lease)
                 n.lease = *lease;
+        /* Nothing is made under a name another job holds; its teardown below then touches none of them. */
+        r = net_name_claim(leases, n.table, job_id);
+        if (r < 0) {
+                if (r == -EADDRINUSE)
+                        error_set(ret_error, r, "the job's network names (%s) are another running job's: "
+                                  "refused, nothing made", n.table);
+                else
+                        error_set(ret_error, r, "cannot claim the job's network names: %s", strerror(-r));
+                goto fail;
+        }
         r = netns_create(n.netns_path, userns_fd);
         if (r < 0) {
                 error_set(ret_error, r, "cannot create the network namespace: %s", strerror(-r));
@@ -102,13 +113,23 @@ int job_net_teardown(const char *job_id, const char *rundir) {
         if (!leases)
                 return -ENOMEM;
         job_net_names(job_id, &n);
-        if ((k = nft_job_remove(n.table)) < 0)
+        /* Objects of these names are this job's only while it holds the claim: otherwise they are another
+         * job's (or none), and stay. */
+        k = net_name_claimed(leases, n.table, job_id);
+        if (k < 0)
                 r = k;
-        /* Deleting the host end takes the peer with it; the namespace then holds nothing. */
-        if ((k = veth_remove(n.host_ifname)) < 0)
-                r = k;
-        if ((k = netns_remove(n.netns_path)) < 0)
-                r = k;
+        else if (k > 0) {
+                if ((k = nft_job_remove(n.table)) < 0)
+                        r = k;
+                /* Deleting the host end takes the peer with it; the namespace then holds nothing. */
+                if ((k = veth_remove(n.host_ifname)) < 0)
+                        r = k;
+                if ((k = netns_remove(n.netns_path)) < 0)
+                        r = k;
+                /* The names go back only once nothing of them is left. */
+                if (r >= 0 && (k = net_name_release(leases, n.table, job_id)) < 0)
+                        r = k;
+        }
         /* The addresses go back to the pool only once nothing uses them. */
         if (r >= 0 && (k = net_lease_release(leases, job_id)) < 0)
                 r = k;

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* net-lease.c: per-job /30 blocks from a private pool. A lease is a file named after the block, created
- * with O_EXCL (so two jobs never get the same block) and holding the job id (so cleanup, which knows only
- * the id, finds it). The search starts at a hash of the id: usually the first probe is free. */
+/* net-lease.c: per-job /30 blocks from a private pool, and the claims on the job's network object names.
+ * A lease is a file named after the block, created with O_EXCL (so two jobs never get the same block) and
+ * holding the job id (so cleanup, which knows only the id, finds it). The search starts at a hash of the
+ * id: usually the first probe is free. A name claim is a file "name-NAME" holding the job id, linked into
+ * place whole (so no job ever sees it half-written): the job that holds it alone makes and removes the
+ * objects of that name. */
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <sodium.h>
@@ -110,4 +113,86 @@ int net_lease_release(const char *lease_dir, const char *job_id) {
                         return -errno;
         }
         return unlinkat(dfd, byjob, 0) < 0 && errno != ENOENT ? -errno : 0;
+}
+
+static int claim_file(const char *name, char ret[static NET_NAME_CLAIM_MAX]) {
+        if (!name[0] || strchr(name, '/') || strlen(name) + 6 > NET_NAME_CLAIM_MAX)
+                return -EINVAL;
+        snprintf(ret, NET_NAME_CLAIM_MAX, "name-%s", name);
+        return 0;
+}
+
+/* 1: job_id holds the claim file; 0: nobody does, or another job. */
+static int claim_held(int dfd, const char *file, const char *job_id) {
+        _cleanup_free_ char *owner = NULL;
+        int r = read_full_file_at(dfd, file, JOB_ID_MAX + 1, &owner, NULL);
+
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return r;
+        return streq(owner, job_id);
+}
+
+int net_name_claim(const char *lease_dir, const char *name, const char *job_id) {
+        _cleanup_close_ int dfd = -EBADF, fd = -EBADF;
+        char file[NET_NAME_CLAIM_MAX], proc[64];
+        int r;
+
+        r = claim_file(name, file);
+        if (r < 0)
+                return r;
+        r = mkdir_p(lease_dir, 0700);
+        if (r < 0)
+                return r;
+        dfd = open(lease_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return -errno;
+        /* Written first, linked into place whole: a claim is never seen empty, and never replaced. */
+        fd = openat(dfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return -errno;
+        r = write_all(fd, job_id, strlen(job_id));
+        if (r < 0)
+                return r;
+        snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+        if (linkat(AT_FDCWD, proc, dfd, file, AT_SYMLINK_FOLLOW) >= 0)
+                return 0;
+        if (errno != EEXIST)
+                return -errno;
+        r = claim_held(dfd, file, job_id);
+        if (r < 0)
+                return r;
+        return r > 0 ? 0 : log_debug_errno(EADDRINUSE, "The network name %s is another job's.", name);
+}
+
+int net_name_claimed(const char *lease_dir, const char *name, const char *job_id) {
+        _cleanup_close_ int dfd = -EBADF;
+        char file[NET_NAME_CLAIM_MAX];
+        int r;
+
+        r = claim_file(name, file);
+        if (r < 0)
+                return r;
+        dfd = open(lease_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return errno == ENOENT ? 0 : -errno;
+        return claim_held(dfd, file, job_id);
+}
+
+int net_name_release(const char *lease_dir, const char *name, const char *job_id) {
+        _cleanup_close_ int dfd = -EBADF;
+        char file[NET_NAME_CLAIM_MAX];
+        int r;
+
+        r = claim_file(name, file);
+        if (r < 0)
+                return r;
+        dfd = open(lease_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return errno == ENOENT ? 0 : -errno;
+        r = claim_held(dfd, file, job_id);
+        if (r <= 0)
+                return r; /* never another job's claim */
+        return unlinkat(dfd, file, 0) < 0 && errno != ENOENT ? -errno : 0;
 }

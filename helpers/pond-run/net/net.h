@@ -31,6 +31,15 @@ typedef struct JobNet {
 int net_lease_acquire(const char *lease_dir, const char *pool, const char *job_id, NetLease *ret);
 int net_lease_release(const char *lease_dir, const char *job_id);
 
+/* The claim on a network object name (the job's table name stands for its netns, veth and table), in the
+ * same directory: taken before anything of that name is made, exclusive across jobs. claim: 0 if job_id
+ * holds it now (taken, or its own already), -EADDRINUSE if another job does. claimed: 1 if job_id holds it,
+ * 0 if not (nobody, or another job). release: drops job_id's claim, never another job's. */
+#define NET_NAME_CLAIM_MAX 64
+int net_name_claim(const char *lease_dir, const char *name, const char *job_id);
+int net_name_claimed(const char *lease_dir, const char *name, const char *job_id);
+int net_name_release(const char *lease_dir, const char *name, const char *job_id);
+
 /* netns.c: a named network namespace (like `ip netns add`): an empty namespace bound at path, owned by the
  * user namespace userns_fd (-EBADF: ours). */
 int netns_create(const char *path, int userns_fd);
@@ -49,16 +58,20 @@ int nft_job_load(const char *template_path, const JobNet *net, const uint16_t *p
                  char **ret_error);
 int nft_job_remove(const char *table);
 
-/* job-net.c: names derived from the job id (stable, so cleanup finds everything again). */
+/* job-net.c: names derived from the job id (stable, so cleanup finds everything again); 48 bits of a hash,
+ * so two ids can share them: the name claim (above) makes sure only one job at a time makes, uses or
+ * removes the objects of a name. */
 void job_net_names(const char *job_id, JobNet *ret);
 /* The job's /30 from the pool, first: its sidecars can be configured for (and start listening on) the host
  * address while the rest is made. Released by job_net_teardown(). */
 int job_net_lease(const char *job_id, const char *rundir, NetLease *ret, char **ret_error);
-/* Everything else, in order, for the lease job_net_lease() gave; on failure everything (the lease too) is
+/* Everything else, in order, for the lease job_net_lease() gave, once the job holds the claim on its names
+ * (-EADDRINUSE, nothing made, if another job does); on failure everything it made (the lease too) is
  * removed again. userns_fd: the job's user namespace, which will own the network namespace, or -EBADF.
  * lease NULL: a job with no peer at all gets the namespace with lo alone (no veth, no rules: nothing in it
  * leads anywhere), and ret's lease is zero. */
 int job_net_setup(const char *job_id, const char *rundir, int userns_fd, const NetLease *lease,
                   const uint16_t *ports, size_t n_ports, JobNet *ret, char **ret_error);
-/* Idempotent: table, namespace (and with it the veth), lease. */
+/* Idempotent: table, namespace (and with it the veth) and the name claim, only if the job holds the claim
+ * (another job's objects of the same name are never touched); then the lease. */
 int job_net_teardown(const char *job_id, const char *rundir);

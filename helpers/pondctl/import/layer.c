@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* layer.c: owns layer unpacking: libarchive's disk writer with its SECURE_* checks, pond's own path and
  * hard-link checks before each entry, the bounds, the neutralised entry types and the whiteout
- * conversion. Runs in a forked child that reports back through a pipe. */
+ * conversion. Runs in a forked child that reports back through a pipe. Two readers: one decompresses the
+ * blob into a raw stream, the other parses tar from that stream through a callback, so every byte the
+ * decompressor produces (the data of entries that are skipped, not copied, included) and every byte of
+ * the blob are counted against the bounds, and the clock is checked, as they are read. */
 #include <archive.h>
 #include <archive_entry.h>
 #include <fcntl.h>
@@ -11,6 +14,8 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
+#include <poll.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "basic/errmsg.h"
@@ -22,13 +27,29 @@
 #define WH_PREFIX ".wh."
 #define WH_OPAQUE ".wh..wh..opq"
 #define MSG_MAX 512
+#define STREAM_BLOCK (128 * 1024)
+/* The parent's own bound: the child's time, and this long to report before it is killed. */
+#define REPORT_GRACE_USEC (5ULL * 1000000ULL)
 
 typedef struct Unpack {
         int rootfd;
         const LayerLimits *limits;
         LayerStats stats;
+        struct archive *stream;         /* the blob, decompressed: read as one raw entry */
+        uint64_t stream_bytes;
+        uint64_t deadline;              /* CLOCK_MONOTONIC, usec */
+        bool bound_hit;                 /* a bound on the stream was hit: msg says which */
+        char last[256];                 /* the last entry seen, for the refusal */
+        char *buf;
         char msg[MSG_MAX];
 } Unpack;
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
+}
 
 static int refuse(Unpack *u, const char *fmt, ...) _printf_(2, 3);
 static int refuse(Unpack *u, const char *fmt, ...) {
@@ -38,6 +59,45 @@ static int refuse(Unpack *u, const char *fmt, ...) {
         vsnprintf(u->msg, sizeof u->msg, fmt, ap);
         va_end(ap);
         return -EPERM;
+}
+
+/* The tar reader's source: the next block of the decompressed stream, counted. A bound hit is refused with
+ * pond's reason (kept in msg, which what libarchive then reports does not overwrite). */
+static la_ssize_t stream_read(struct archive *a, void *userdata, const void **ret_buf) {
+        Unpack *u = userdata;
+        la_ssize_t n;
+        la_int64_t blob;
+
+        if (u->bound_hit)
+                return -1;
+        if (now_usec() > u->deadline) {
+                refuse(u, "unpacking the layer took longer than %llu s (at %s)",
+                       (unsigned long long) (u->limits->max_usec / 1000000ULL), u->last[0] ? u->last : "its start");
+                goto bound;
+        }
+        n = archive_read_data(u->stream, u->buf, STREAM_BLOCK);
+        if (n < 0) {
+                archive_set_error(a, EIO, "%s", archive_error_string(u->stream) ?: "cannot decompress");
+                return -1;
+        }
+        blob = archive_filter_bytes(u->stream, -1);
+        if (blob < 0 || (uint64_t) blob > u->limits->max_stream_bytes) {
+                refuse(u, "the layer's blob has more than %llu bytes",
+                       (unsigned long long) u->limits->max_stream_bytes);
+                goto bound;
+        }
+        if ((uint64_t) n > u->limits->max_stream_bytes - u->stream_bytes) {
+                refuse(u, "the layer's tar stream has more than %llu bytes (at %s)",
+                       (unsigned long long) u->limits->max_stream_bytes, u->last[0] ? u->last : "its start");
+                goto bound;
+        }
+        u->stream_bytes += (uint64_t) n;
+        *ret_buf = u->buf;
+        return n;
+bound:
+        u->bound_hit = true;
+        archive_set_error(a, EFBIG, "%s", u->msg);
+        return -1;
 }
 
 /* In place: drops leading "./" and "/"-runs, refuses absolute paths and any ".." component. Returns the
@@ -152,7 +212,7 @@ static int copy_data(Unpack *u, struct archive *in, struct archive *out, const c
                 if (r == ARCHIVE_EOF)
                         return 0;
                 if (r < ARCHIVE_WARN)
-                        return refuse(u, "%s: %s", path, archive_error_string(in));
+                        return u->bound_hit ? -EPERM : refuse(u, "%s: %s", path, archive_error_string(in));
                 if ((uint64_t) len > u->limits->max_bytes - u->stats.bytes)
                         return refuse(u, "%s: the layer has more than %llu bytes", path,
                                       (unsigned long long) u->limits->max_bytes);
@@ -170,6 +230,7 @@ static int entry(Unpack *u, struct archive *in, struct archive *out, struct arch
 
         if (!copy)
                 return -ENOMEM;
+        snprintf(u->last, sizeof u->last, "%s", copy);
         if (++u->stats.entries > u->limits->max_entries)
                 return refuse(u, "the layer has more than %llu entries",
                               (unsigned long long) u->limits->max_entries);
@@ -211,6 +272,22 @@ static int entry(Unpack *u, struct archive *in, struct archive *out, struct arch
         return 0;
 }
 
+/* The blob, decompressed (gzip, zstd, or as it is), as one raw entry to read from. */
+static int stream_open(Unpack *u, int blob_fd) {
+        struct archive_entry *e;
+
+        u->stream = archive_read_new();
+        if (!u->stream)
+                return -ENOMEM;
+        archive_read_support_filter_gzip(u->stream);
+        archive_read_support_filter_zstd(u->stream);
+        archive_read_support_format_raw(u->stream);
+        if (archive_read_open_fd(u->stream, blob_fd, STREAM_BLOCK) != ARCHIVE_OK ||
+            archive_read_next_header(u->stream, &e) != ARCHIVE_OK)
+                return refuse(u, "not a layer: %s", archive_error_string(u->stream) ?: "empty");
+        return 0;
+}
+
 static int unpack_here(Unpack *u, int blob_fd) {
         struct archive *in = archive_read_new(), *out = archive_write_disk_new();
         struct archive_entry *e;
@@ -218,19 +295,21 @@ static int unpack_here(Unpack *u, int blob_fd) {
                     ARCHIVE_EXTRACT_SECURE_NODOTDOT | ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS;
         int r = 0;
 
-        if (!in || !out) {
+        u->buf = malloc(STREAM_BLOCK);
+        if (!in || !out || !u->buf) {
                 r = -ENOMEM;
                 goto finish;
         }
+        r = stream_open(u, blob_fd);
+        if (r < 0)
+                goto finish;
         if (geteuid() == 0)
                 flags |= ARCHIVE_EXTRACT_OWNER;
-        archive_read_support_filter_gzip(in);
-        archive_read_support_filter_zstd(in);
         archive_read_support_format_tar(in);
         archive_write_disk_set_options(out, flags);
         /* numeric ids only: the image's /etc/passwd is not the host's */
-        if (archive_read_open_fd(in, blob_fd, 128 * 1024) != ARCHIVE_OK) {
-                r = refuse(u, "not a tar: %s", archive_error_string(in));
+        if (archive_read_open(in, u, NULL, stream_read, NULL) != ARCHIVE_OK) {
+                r = u->bound_hit ? -EPERM : refuse(u, "not a tar: %s", archive_error_string(in));
                 goto finish;
         }
         for (;;) {
@@ -238,7 +317,7 @@ static int unpack_here(Unpack *u, int blob_fd) {
                 if (k == ARCHIVE_EOF)
                         break;
                 if (k < ARCHIVE_WARN) {
-                        r = refuse(u, "bad tar: %s", archive_error_string(in));
+                        r = u->bound_hit ? -EPERM : refuse(u, "bad tar: %s", archive_error_string(in));
                         break;
                 }
                 r = entry(u, in, out, e);
@@ -250,11 +329,15 @@ static int unpack_here(Unpack *u, int blob_fd) {
 finish:
         archive_read_free(in);
         archive_write_free(out);
+        archive_read_free(u->stream);
+        u->stream = NULL;
+        free(u->buf);
+        u->buf = NULL;
         return r;
 }
 
-static _noreturn_ void child(int blob_fd, int dest_fd, const LayerLimits *limits, int report_fd) {
-        Unpack u = { .rootfd = dest_fd, .limits = limits };
+static _noreturn_ void child(int blob_fd, int dest_fd, const LayerLimits *limits, uint64_t deadline, int report_fd) {
+        Unpack u = { .rootfd = dest_fd, .limits = limits, .deadline = deadline };
         int r;
 
         if (fchdir(dest_fd) < 0)
@@ -271,6 +354,23 @@ static _noreturn_ void child(int blob_fd, int dest_fd, const LayerLimits *limits
         _exit(r < 0 ? 1 : 0);
 }
 
+/* Until the child has reported (or closed the pipe), at most until deadline: -ETIMEDOUT past it. */
+static int wait_report(int fd, uint64_t deadline) {
+        for (;;) {
+                struct pollfd p = { .fd = fd, .events = POLLIN };
+                uint64_t now = now_usec();
+                int n;
+
+                if (now >= deadline)
+                        return -ETIMEDOUT;
+                n = poll(&p, 1, (int) MIN((deadline - now + 999) / 1000, (uint64_t) INT_MAX));
+                if (n > 0)
+                        return 0;
+                if (n < 0 && errno != EINTR)
+                        return -errno;
+        }
+}
+
 int layer_unpack(int blob_fd, int dest_fd, const LayerLimits *limits, LayerStats *ret_stats, char **ret_error) {
         _cleanup_(sigkill_waitp) PidRef pid = PIDREF_NULL;
         _cleanup_close_ int rfd = -EBADF, wfd = -EBADF;
@@ -278,9 +378,13 @@ int layer_unpack(int blob_fd, int dest_fd, const LayerLimits *limits, LayerStats
         char msg[MSG_MAX + 1] = {};
         LayerStats stats = {};
         siginfo_t si = {};
+        uint64_t deadline;
         int fds[2], r, rc = -EIO;
         ssize_t n;
 
+        if (!limits)
+                limits = &def;
+        deadline = now_usec() + limits->max_usec;
         if (pipe2(fds, O_CLOEXEC) < 0)
                 return -errno;
         rfd = fds[0];
@@ -290,9 +394,16 @@ int layer_unpack(int blob_fd, int dest_fd, const LayerLimits *limits, LayerStats
                 return r;
         if (r == 0) {
                 rfd = safe_close(rfd);
-                child(blob_fd, dest_fd, limits ?: &def, wfd);
+                child(blob_fd, dest_fd, limits, deadline, wfd);
         }
         wfd = safe_close(wfd);
+        /* The child checks the clock between blocks; one stuck elsewhere (a write, the sync) is killed. */
+        r = wait_report(rfd, deadline + REPORT_GRACE_USEC);
+        if (r == -ETIMEDOUT)
+                return error_set(ret_error, -EPERM, "unpacking the layer took longer than %llu s: stopped",
+                                 (unsigned long long) (limits->max_usec / 1000000ULL));
+        if (r < 0)
+                return r;
         if (loop_read(rfd, &rc, sizeof rc) != sizeof rc || loop_read(rfd, &stats, sizeof stats) != sizeof stats)
                 rc = -EIO;
         n = loop_read(rfd, msg, MSG_MAX);

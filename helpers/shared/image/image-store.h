@@ -18,13 +18,21 @@
 #include "image/blob.h"
 #include "image/image-name.h"
 
-/* What one layer may unpack to (pondctl import/layer.c enforces it). */
+/* What one layer may unpack to, and all the work it may cause (pondctl import/layer.c enforces it). */
 typedef struct LayerLimits {
         uint64_t max_entries;   /* entries in one layer */
         uint64_t max_bytes;     /* file content in one layer, uncompressed */
+        uint64_t max_stream_bytes; /* every byte read, counted twice over: the blob as stored (compressed) and
+                                    * the tar stream out of the decompressor (headers, content, the data of
+                                    * entries not copied, padding), each at most this many */
+        uint64_t max_usec;      /* the whole unpacking of one layer, wall clock */
 } LayerLimits;
 
-#define LAYER_LIMITS_DEFAULT ((LayerLimits) { .max_entries = 1U << 20, .max_bytes = 64ULL << 30 })
+/* The stream's bound leaves 4 KiB of headers per entry beside the content's; an hour for the largest layer. */
+#define LAYER_LIMITS_DEFAULT                                                                               \
+        ((LayerLimits) { .max_entries = 1U << 20, .max_bytes = 64ULL << 30,                                \
+                         .max_stream_bytes = (64ULL << 30) + ((1ULL << 20) << 12),                         \
+                         .max_usec = 3600ULL * 1000000ULL })
 
 typedef struct ImageStore {
         char *path;
