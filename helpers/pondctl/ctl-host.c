@@ -5,7 +5,8 @@
  * a failed start still leaves nothing behind; status, list and logs read the spool and the live log there);
  * results are fetched as a tar stream (`pondctl export`) and verified here, with the worker's key pinned on
  * this machine (--pubkey), never one that came over the connection. Job ids are checked here before they
- * go anywhere; every argument reaches the remote shell single-quoted (ctl-remote.c). */
+ * go anywhere; every argument reaches the remote shell single-quoted, and what the worker's pondctl says
+ * comes back escaped (ctl-remote.c). */
 #include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
@@ -137,13 +138,13 @@ static int host_submit(int argc, char *argv[]) {
         if (r >= 0)
                 r = ctl_spec_validate(spec, len, &parsed, &err);
         if (r < 0)
-                return ctl_fail(CTL_EXIT_REFUSED, "Refused: %s: %s", streq(argv[optind], "-") ? "stdin" :
-                                argv[optind], err ?: strerror(-r));
+                return ctl_fail_untrusted(CTL_EXIT_REFUSED, "Refused: %s: %s", streq(argv[optind], "-") ? "stdin" :
+                                          argv[optind], err ?: strerror(-r));
         r = checkout ? strv_build(&rargv, "submit", "-", "--checkout", checkout, NULL) :
                        strv_build(&rargv, "submit", "-", NULL);
         if (r < 0)
                 return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
-        return ctl_remote_run(rargv, spec, len, STDOUT_FILENO);
+        return ctl_remote_run(rargv, spec, len, STDOUT_FILENO, CTL_REMOTE_ESCAPE_STDOUT | CTL_REMOTE_ESCAPE_STDERR);
 }
 
 /* status ID [--json], logs ID [-f]: what the worker's pondctl says, with the id checked here first. */
@@ -167,7 +168,9 @@ static int host_passthrough_one(int argc, char *argv[], const char *flag_long, i
                                                                                    "-f" : "--json")) < 0))
                 return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
         (void) signal(SIGPIPE, SIG_IGN);
-        return ctl_remote_run(rargv, NULL, 0, STDOUT_FILENO);
+        /* logs: the job's own output, as it wrote it; status --json: json-c's, for scripts. */
+        return ctl_remote_run(rargv, NULL, 0, STDOUT_FILENO, argv[0][0] == 'l' ? 0 : flag ? CTL_REMOTE_ESCAPE_STDERR :
+                              CTL_REMOTE_ESCAPE_STDOUT | CTL_REMOTE_ESCAPE_STDERR);
 }
 
 static int host_status(int argc, char *argv[]) {
@@ -188,7 +191,8 @@ static int host_list(int argc, char *argv[]) {
         for (int i = 0; i < argc; i++)
                 if (strv_push(&rargv, strdup(argv[i])) < 0)
                         return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
-        return ctl_remote_run(rargv, NULL, 0, STDOUT_FILENO);
+        return ctl_remote_run(rargv, NULL, 0, STDOUT_FILENO, a.json ? CTL_REMOTE_ESCAPE_STDERR :
+                              CTL_REMOTE_ESCAPE_STDOUT | CTL_REMOTE_ESCAPE_STDERR);
 }
 
 static int host_cancel(int argc, char *argv[]) {
@@ -213,7 +217,8 @@ static int host_cancel(int argc, char *argv[]) {
                                 ctl_host());
         r = ctl_unit_call(bus, "StopUnit", unit, &err);
         if (r < 0)
-                return ctl_fail(CTL_EXIT_ERROR, "Cannot stop %s on %s: %s", unit, ctl_host(), err ?: strerror(-r));
+                return ctl_fail_untrusted(CTL_EXIT_ERROR, "Cannot stop %s on %s: %s", unit, ctl_host(),
+                                          err ?: strerror(-r)); /* the worker's bus says why */
         return CTL_EXIT_OK;
 }
 
@@ -310,7 +315,7 @@ int ctl_host_run(const char *id, const char *spec, size_t len, const uint8_t *pk
         f.into = into;
         if (strv_build(&rargv, "submit", "-", NULL) < 0)
                 return ctl_fail(CTL_EXIT_FAILED, "Out of memory.");
-        r = ctl_remote_run(rargv, spec, len, -EBADF);
+        r = ctl_remote_run(rargv, spec, len, -EBADF, CTL_REMOTE_ESCAPE_STDERR);
         if (r != 0)
                 return r;
         if (!quiet)

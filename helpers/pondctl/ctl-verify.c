@@ -12,7 +12,8 @@
 #include "hash.h"
 #include "result.h"
 
-static void print_artifacts(json_object *result) {
+/* One line per artifact: its path is whatever name the job gave a file, escaped like every string here. */
+static void print_artifacts(FILE *f, json_object *result) {
         json_object *arts = json_object_object_get(result, "artifacts");
         size_t n = json_object_is_type(arts, json_type_array) ? json_object_array_length(arts) : 0;
 
@@ -20,25 +21,25 @@ static void print_artifacts(json_object *result) {
                 json_object *a = json_object_array_get_idx(arts, i);
                 const char *sha = json_object_get_string(json_object_object_get(a, "sha256"));
 
-                printf("  %-8s %-9s %12" PRId64 " %s%s%.16s\n",
-                       json_object_get_string(json_object_object_get(a, "kind")) ?: "?",
-                       json_object_get_string(json_object_object_get(a, "change")) ?: "",
-                       json_object_get_int64(json_object_object_get(a, "size")),
-                       json_object_get_string(json_object_object_get(a, "path")) ?: "?", sha ? "  " : "",
-                       sha ?: "");
+                ctl_fprintf_untrusted(f, "  %-8s %-9s %12" PRId64 " %s%s%.16s\n",
+                                      json_object_get_string(json_object_object_get(a, "kind")) ?: "?",
+                                      json_object_get_string(json_object_object_get(a, "change")) ?: "",
+                                      json_object_get_int64(json_object_object_get(a, "size")),
+                                      json_object_get_string(json_object_object_get(a, "path")) ?: "?",
+                                      sha ? "  " : "", sha ?: "");
         }
 }
 
-static void print_result(json_object *result, const char *dir) {
+void ctl_result_print(FILE *f, json_object *result, const char *dir) {
         static const char *const fields[] = { "tenant", "input_sha", "profile", "backend", "tier", "image" };
 
-        ctl_print_summary(stdout, result, dir);
+        ctl_print_summary(f, result, dir);
         for (size_t i = 0; i < ELEMENTSOF(fields); i++) {
                 json_object *v = json_object_object_get(result, fields[i]);
-                printf("pond: %s %s\n", fields[i], v ? json_object_get_string(v) : "-");
+                ctl_fprintf_untrusted(f, "pond: %s %s\n", fields[i], v ? json_object_get_string(v) : "-");
         }
-        ctl_usage_print("pond: usage ", json_object_object_get(result, "usage"));
-        print_artifacts(result);
+        ctl_usage_print(f, "pond: usage ", json_object_object_get(result, "usage"));
+        print_artifacts(f, result);
 }
 
 /* Verifies dir and, with json, prints result.json byte for byte as verified (read again and compared, so
@@ -56,17 +57,17 @@ static int verify_and_print(const char *dir, const uint8_t *pk, const char *job_
                 before = NULL;
         r = result_verify(dir, pk, job_id, input_sha, &result, &err);
         if (r < 0) {
-                printf("FAILED: %s\n", err ?: strerror(-r));
+                ctl_printf_untrusted("FAILED: %s\n", err ?: strerror(-r));
                 return CTL_EXIT_ERROR;
         }
         if (!json) {
                 printf("OK\n");
-                print_result(result, dir);
+                ctl_result_print(stdout, result, dir);
                 return 0;
         }
         r = read_full_file(path, RESULT_JSON_MAX, &after, &alen);
         if (r < 0 || !before || alen != blen || memcmp(before, after, alen) != 0)
-                return ctl_fail(CTL_EXIT_ERROR, "%s changed while it was being verified.", path);
+                return ctl_fail_untrusted(CTL_EXIT_ERROR, "%s changed while it was being verified.", path);
         fwrite(after, 1, alen, stdout);
         return 0;
 }
@@ -121,12 +122,13 @@ static int check_image_digest(const char *dir, const uint8_t *pk, const char *jo
 
         r = result_verify(dir, pk, job_id, input_sha, &result, &err);
         if (r < 0) {
-                printf("FAILED: %s\n", err ?: strerror(-r));
+                ctl_printf_untrusted("FAILED: %s\n", err ?: strerror(-r));
                 return CTL_EXIT_ERROR;
         }
         got = json_object_get_string(json_object_object_get(result, "image_digest"));
         if (!got || !streq(got, want)) {
-                printf("FAILED: the job ran on image %s, not %s\n", got ?: "(no imported image)", want);
+                ctl_printf_untrusted("FAILED: the job ran on image %s, not %s\n", got ?: "(no imported image)",
+                                     want);
                 return CTL_EXIT_ERROR;
         }
         return 0;
@@ -243,7 +245,7 @@ int ctl_verb_hash_input(int argc, char *argv[]) {
         if (r >= 0)
                 r = ctl_spec_validate(spec, len, &parsed, &err);
         if (r < 0)
-                return ctl_fail(CTL_EXIT_ERROR, "Refused: %s: %s", argv[optind], err ?: strerror(-r));
+                return ctl_fail_untrusted(CTL_EXIT_ERROR, "Refused: %s: %s", argv[optind], err ?: strerror(-r));
         if (parsed->checkout) {
                 fd = open(parsed->checkout, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                 if (fd < 0)

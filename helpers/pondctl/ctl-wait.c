@@ -92,15 +92,16 @@ void ctl_print_summary(FILE *f, json_object *result, const char *dir) {
         format_exit(ex, exit_buf, sizeof exit_buf);
         if (json_object_is_type(wall, json_type_int))
                 snprintf(wall_buf, sizeof wall_buf, "%.3f s", (double) json_object_get_int64(wall) / 1000.0);
-        fprintf(f, "pond: job %s %s: %s, timed_out %s, oom %s, wall %s\n",
-                json_get_str(result, "job_id") ?: "?", json_get_str(result, "status") ?: "(no status)",
-                exit_buf, json_get_true(ex, "timed_out") ? "yes" : "no",
-                json_get_true(ex, "oom_killed") ? "yes" : "no", wall_buf);
+        /* A refusal's reason quotes the spec, and a signed result is still what a worker wrote. */
+        ctl_fprintf_untrusted(f, "pond: job %s %s: %s, timed_out %s, oom %s, wall %s\n",
+                              json_get_str(result, "job_id") ?: "?", json_get_str(result, "status") ?: "(no status)",
+                              exit_buf, json_get_true(ex, "timed_out") ? "yes" : "no",
+                              json_get_true(ex, "oom_killed") ? "yes" : "no", wall_buf);
         if (reason)
-                fprintf(f, "pond: reason: %s\n", reason);
-        fprintf(f, "pond: output_sha %s, %zu artifact(s), result %s\n",
-                json_get_str(result, "output_sha") ?: "-",
-                json_object_is_type(arts, json_type_array) ? json_object_array_length(arts) : 0, dir);
+                ctl_fprintf_untrusted(f, "pond: reason: %s\n", reason);
+        ctl_fprintf_untrusted(f, "pond: output_sha %s, %zu artifact(s), result %s\n",
+                              json_get_str(result, "output_sha") ?: "-",
+                              json_object_is_type(arts, json_type_array) ? json_object_array_length(arts) : 0, dir);
 }
 
 int ctl_load_public_key(const char *pubkey_file, uint8_t ret_pk[KEY_SIGN_PUBLIC_SIZE]) {
@@ -130,7 +131,7 @@ static int finish(const CtlWait *w, const char *dir) {
 
         r = result_verify(dir, w->pk, w->job_id, NULL, &result, &err);
         if (r < 0) {
-                log_error("The result of job %s did not verify: %s", w->job_id, err ?: strerror(-r));
+                ctl_log_error_untrusted("The result of job %s did not verify: %s", w->job_id, err ?: strerror(-r));
                 return CTL_EXIT_UNVERIFIED;
         }
         ret = ctl_exit_status_from_result(result, &why);
@@ -139,7 +140,7 @@ static int finish(const CtlWait *w, const char *dir) {
         if (!w->quiet)
                 ctl_print_summary(stderr, result, dir);
         else if (why && (ret == CTL_EXIT_REFUSED || ret == CTL_EXIT_FAILED))
-                log_error("Job %s %s: %s", w->job_id, json_get_str(result, "status") ?: "failed", why);
+                ctl_log_error_untrusted("Job %s %s: %s", w->job_id, json_get_str(result, "status") ?: "failed", why);
         return ret;
 }
 
@@ -201,7 +202,7 @@ static int on_cancel(CtlWait *w, const char *unit, int n) {
         if (w->fetch && !w->reconnected && ctl_host_bus_open(&w->reconnected) >= 0)
                 w->bus = w->reconnected;
         if (ctl_unit_call(w->bus, "StopUnit", unit, &err) < 0)
-                log_error("Cannot stop %s: %s", unit, err ?: "unknown error");
+                ctl_log_error_untrusted("Cannot stop %s: %s", unit, err ?: "unknown error");
         return 0;
 }
 
@@ -227,8 +228,10 @@ static int report_no_result(const CtlWait *w, const char *unit) {
         drain_log(w);
         (void) ctl_unit_get_state(w->bus, unit, true, &st);
         text = st.status_text && *st.status_text;
-        log_error("%s ended without a result (%s%s%s%s%s).", unit, st.active_state ?: "state unknown",
-                  st.sub_state ? "/" : "", st.sub_state ?: "", text ? ": " : "", text ? st.status_text : "");
+        /* The status text is the supervisor's, and may quote the spec; with -H all of it is the worker's. */
+        ctl_log_error_untrusted("%s ended without a result (%s%s%s%s%s).", unit, st.active_state ?: "state unknown",
+                                st.sub_state ? "/" : "", st.sub_state ?: "", text ? ": " : "",
+                                text ? st.status_text : "");
         return CTL_EXIT_FAILED;
 }
 

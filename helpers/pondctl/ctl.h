@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <systemd/sd-bus.h>
 
+#include "ctl-escape.h"
 #include "dirs.h"
 #include "keys.h"
 #include "log.h"
@@ -203,9 +204,21 @@ int ctl_remote_command_line(char *const *argv, char **ret);
 int ctl_remote_spawn(char *const *argv, int stdin_fd, int stdout_fd, PidRef *ret);
 /* The remote pondctl's exit status; ssh's own failure (255) or a signal: CTL_EXIT_ERROR, logged. */
 int ctl_remote_exit_status(PidRef *p);
-/* Runs the worker's pondctl with argv, in (if not NULL) on its stdin, its stdout to stdout_fd. Returns its
- * exit status. */
-int ctl_remote_run(char *const *argv, const char *in, size_t in_len, int stdout_fd);
+/* What of the worker's pondctl's output is escaped on its way here (ctl-escape.h): all of it, but for --json
+ * on stdout (json-c's, for scripts) and the job's own output (logs). */
+typedef enum CtlRemoteEscape {
+        CTL_REMOTE_ESCAPE_STDOUT = 1 << 0,
+        CTL_REMOTE_ESCAPE_STDERR = 1 << 1,
+} CtlRemoteEscape;
+/* Runs the worker's pondctl with argv, in (if not NULL) on its stdin, its stdout to stdout_fd and its stderr
+ * to ours, escaped as asked. Returns its exit status. */
+int ctl_remote_run(char *const *argv, const char *in, size_t in_len, int stdout_fd, CtlRemoteEscape escape);
+/* Feeds in to feed_fd (if >= 0; closed at the end) while relaying from[i] to to[i] (each from[i] < 0: none),
+ * line by line, escaped (ctl-escape.h) but for the newlines ending lines; a line longer than
+ * CTL_RELAY_LINE_MAX goes in pieces. Until every from[i] ended; a to[i] that fails is given up on (what
+ * comes is read and dropped). The from and to fds stay the caller's. */
+#define CTL_RELAY_LINE_MAX 16384
+int ctl_remote_relay(int feed_fd, const char *in, size_t in_len, const int from[2], const int to[2]);
 /* `pondctl export ID` on the worker, unpacked into dest (created here, 0700). -ENOENT: the worker has no
  * result for job_id. dest may be left partly written on failure: the caller removes it. */
 int ctl_remote_fetch_result(const char *job_id, const char *dest);
@@ -225,6 +238,9 @@ CtlVerbFunc ctl_host_verb(const char *name);
 int ctl_host_run(const char *id, const char *spec, size_t len, const uint8_t *pk, bool quiet, const char *into);
 /* ctl-verify.c: what `result` prints for a result directory, verified with pk (exit 0, or 1). */
 int ctl_result_verify_print(const char *dir, const uint8_t *pk, const char *job_id, bool json);
+/* The human summary of a verified result: ctl_print_summary(), its fields, usage, one line per artifact;
+ * every string from the result escaped (ctl-escape.h). */
+void ctl_result_print(FILE *f, json_object *result, const char *dir);
 
 /* ctl-submit.c */
 /* Writes spec to STATEDIR/jobs/ID/job.json (a new spool entry; ids are never reused) and starts the unit,
@@ -255,9 +271,9 @@ int ctl_job_info_to_json(const CtlJobInfo *i, json_object **ret);
 void ctl_spool_info(const JobPaths *p, char **ret_profile, uint64_t *ret_usec);
 /* ctl-usage.c: the job's usage read live from its scope (cgroup-usage.c: the result's "usage" keys, and
  * "live": true), NULL when there is no scope; and one line of a usage object, live or signed (status,
- * verify). */
+ * verify): numbers only, whatever else the object holds. */
 json_object *ctl_usage_live(const JobPaths *p);
-void ctl_usage_print(const char *prefix, json_object *usage);
+void ctl_usage_print(FILE *f, const char *prefix, json_object *usage);
 
 /* What `status --json` prints: ctl_job_info_to_json()'s keys plus unit, active_state, sub_state, loaded,
  * status_text (null without a bus: st NULL) and result: null, or {status, exit_status, reason, verified:

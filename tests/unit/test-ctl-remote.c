@@ -3,7 +3,8 @@
  * could read as more than a host), the remote command line (each argument arrives as itself through a real
  * sh, hostile ones included; the control shows the same words unquoted run what they carry), and the result
  * tar stream (a directory round-trips byte for byte; paths that leave the destination, links and devices
- * are refused, and nothing is written outside it). The real thing over ssh is tests/integration/test-fleet.sh. */
+ * are refused, and nothing is written outside it), and what a worker's pondctl says comes through a fake ssh
+ * escaped (but --json). The real thing over ssh is tests/integration/test-fleet.sh. */
 #include <archive.h>
 #include <archive_entry.h>
 #include <fcntl.h>
@@ -12,6 +13,7 @@
 
 #include "ctl.h"
 #include "fileio.h"
+#include "keys.h"
 #include "strv.h"
 #include "tests.h"
 
@@ -276,6 +278,109 @@ TEST(result_tar_import_refuses_a_symlinked_parent) {
         ASSERT_EQ(0, lseek(tar, 0, SEEK_SET));
         EXPECT_TRUE(ctl_result_tar_import(tar, d.dst, &err) < 0);
         EXPECT_TRUE(faccessat(d.src, "x", F_OK, AT_SYMLINK_NOFOLLOW) < 0);
+}
+
+/* A worker behind a fake ssh (it runs the remote command line with sh), whose pondctl is a script that says
+ * what a hostile worker would for `status`, and sends the tar at w->tar for `export` (exit 4, "no such job",
+ * if there is none). */
+typedef struct FakeWorker {
+        char top[64], bin[96], tar[96], into[96], ssh_log[96], keys[96], pub[128], results[96];
+} FakeWorker;
+
+static void fake_worker_done(FakeWorker *w) {
+        if (w->top[0])
+                (void) rm_rf_at(AT_FDCWD, w->top);
+}
+
+static int write_script(const char *path, const char *text) {
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+
+        return fd < 0 ? -errno : write_all(fd, text, strlen(text));
+}
+
+static int fake_worker_make(FakeWorker *w) {
+        _cleanup_free_ char *ssh = NULL, *pondctl = NULL, *ssh_path = NULL, *pondctl_path = NULL, *path = NULL;
+
+        *w = (FakeWorker) { .top = "/tmp/pond-test-fetch-XXXXXX" };
+        if (!mkdtemp(w->top))
+                return -errno;
+        snprintf(w->bin, sizeof w->bin, "%s/bin", w->top);
+        snprintf(w->tar, sizeof w->tar, "%s/export.tar", w->top);
+        snprintf(w->into, sizeof w->into, "%s/into", w->top);
+        snprintf(w->ssh_log, sizeof w->ssh_log, "%s/ssh.log", w->top);
+        snprintf(w->keys, sizeof w->keys, "%s/keys", w->top);
+        snprintf(w->pub, sizeof w->pub, "%s/keys/%s", w->top, KEY_SIGN_PUBLIC_FILE);
+        snprintf(w->results, sizeof w->results, "%s/results", w->top);
+        if (mkdir(w->bin, 0755) < 0 || mkdir(w->into, 0755) < 0 || mkdir(w->results, 0755) < 0)
+                return -errno;
+        if (asprintf(&ssh, "#!/bin/sh\necho \"$*\" >>%s\n[ \"$1\" = -xT ] && [ \"$2\" = -- ] || exit 255\n"
+                     "exec /bin/sh -c \"$4\"\n", w->ssh_log) < 0 ||
+            asprintf(&pondctl, "#!/bin/sh\n"
+                     /* a worker that would write escapes to the operator's terminal, and JSON with \u001b */
+                     "if [ \"$1\" = status ]; then\n"
+                     "  [ \"$3\" = --json ] && printf '{ \"status_text\": \"\\\\u001b]0;x\\\\u0007\" }\\n' ||\n"
+                     "    printf 'status: \\033]52;c;eA==\\007\\n\\033[2K\\rOK\\n'\n"
+                     "  printf 'warning: \\033[31mred\\n' >&2; exit 0\n"
+                     "fi\n"
+                     "[ \"$1\" = export ] || exit 64\n"
+                     "[ -f %s ] || { printf 'No result of %%s.\\033]52;c;eA==\\007\\n' \"$2\" >&2; exit 4; }\n"
+                     "exec cat %s\n", w->tar, w->tar) < 0 ||
+            asprintf(&ssh_path, "%s/ssh", w->bin) < 0 || asprintf(&pondctl_path, "%s/pondctl", w->bin) < 0 ||
+            asprintf(&path, "%s:%s", w->bin, getenv("PATH") ?: "/usr/bin:/bin") < 0)
+                return -ENOMEM;
+        if (write_script(ssh_path, ssh) < 0 || write_script(pondctl_path, pondctl) < 0)
+                return -errno;
+        if (setenv("PATH", path, 1) < 0 || setenv("POND_REMOTE_PONDCTL", pondctl_path, 1) < 0)
+                return -errno;
+        return keys_generate(w->keys);
+}
+
+/* Runs pondctl with argv, its stdout captured into *ret (and its stderr into *ret_err, if not NULL). Returns
+ * its exit status. */
+static int run_captured_full(char **argv, char **ret, char **ret_err) {
+        _cleanup_close_ int fd = open("/tmp", O_RDWR | O_TMPFILE | O_CLOEXEC, 0600);
+        _cleanup_close_ int efd = open("/tmp", O_RDWR | O_TMPFILE | O_CLOEXEC, 0600);
+        int saved = dup(STDOUT_FILENO), saved_err = dup(STDERR_FILENO), status, argc = 0;
+        size_t len;
+
+        while (argv[argc])
+                argc++;
+        if (fd < 0 || efd < 0 || saved < 0 || saved_err < 0)
+                return -errno;
+        fflush(stdout);
+        fflush(stderr);
+        dup2(fd, STDOUT_FILENO);
+        if (ret_err)
+                dup2(efd, STDERR_FILENO);
+        status = ctl_main(argc, argv);
+        fflush(stdout);
+        fflush(stderr);
+        dup2(saved, STDOUT_FILENO);
+        dup2(saved_err, STDERR_FILENO);
+        close(saved);
+        close(saved_err);
+        if (lseek(fd, 0, SEEK_SET) < 0 || read_full_fd(fd, 1 << 20, ret, &len) < 0)
+                return -EIO;
+        if (ret_err && (lseek(efd, 0, SEEK_SET) < 0 || read_full_fd(efd, 1 << 20, ret_err, &len) < 0))
+                return -EIO;
+        return status;
+}
+
+TEST(host_status_comes_escaped_but_json_exact) {
+        _cleanup_(fake_worker_done) FakeWorker w = {};
+        _cleanup_free_ char *out = NULL, *err = NULL, *json = NULL, *json_err = NULL;
+        char *argv[] = { "pondctl", "-H", "worker7", "status", "j-1", NULL };
+        char *json_argv[] = { "pondctl", "-H", "worker7", "status", "--json", "j-1", NULL };
+
+        ASSERT_OK(fake_worker_make(&w));
+        EXPECT_EQ(0, run_captured_full(argv, &out, &err));
+        TEST_LOG("%s%s", out ?: "", err ?: "");
+        EXPECT_STREQ("status: \\x1b]52;c;eA==\\x07\n\\x1b[2K\\x0dOK\n", out);
+        EXPECT_STREQ("warning: \\x1b[31mred\n", err);
+        /* --json passes json-c's text through as it came (it has no raw control to escape). */
+        EXPECT_EQ(0, run_captured_full(json_argv, &json, &json_err));
+        EXPECT_STREQ("{ \"status_text\": \"\\u001b]0;x\\u0007\" }\n", json);
+        EXPECT_STREQ("warning: \\x1b[31mred\n", json_err);
 }
 
 TEST(host_option_is_refused_by_verbs_that_have_no_remote_form) {
