@@ -331,23 +331,54 @@ static int stderr_relay(PidRef *ret, int *ret_write) {
         return 0;
 }
 
-int ctl_remote_fetch_result(const char *job_id, const char *dest) {
+static volatile sig_atomic_t fetch_interrupted;
+
+static void on_fetch_signal(int sig) {
+        fetch_interrupted = sig;
+}
+
+/* The tree is only looked at once ssh has said the export was whole. */
+typedef struct FetchCheck {
+        PidRef *ssh;
+        int *tar_fd;       /* closed once the stream is unpacked: what a worker sends past its end stalls nothing */
+        int status;        /* of the worker's pondctl; -1 until waited for */
+        bool imported;     /* the stream was unpacked whole */
+        bool check_failed; /* check refused the tree: its error is the caller's to report */
+        CtlTarCheck check;
+        void *userdata;
+} FetchCheck;
+
+static int fetch_check(const char *dir, void *userdata, char **ret_error) {
+        FetchCheck *c = userdata;
+        int r;
+
+        c->imported = true;
+        *c->tar_fd = safe_close(*c->tar_fd);
+        c->status = ctl_remote_exit_status(c->ssh);
+        if (c->status != 0)
+                return -EIO;
+        r = c->check ? c->check(dir, c->userdata, ret_error) : 0;
+        c->check_failed = r < 0;
+        return r;
+}
+
+int ctl_remote_fetch_result(const char *job_id, const char *parent, CtlTarCheck check, void *userdata,
+                            char **ret_dir, char **ret_error) {
         _cleanup_(sigkill_waitp) PidRef pid = PIDREF_NULL, relay = PIDREF_NULL;
-        _cleanup_close_ int rd = -EBADF, wr = -EBADF, dirfd = -EBADF, err_write = -EBADF;
+        _cleanup_close_ int rd = -EBADF, wr = -EBADF, err_write = -EBADF;
         _cleanup_strv_free_ char **argv = NULL;
         _cleanup_free_ char *err = NULL;
-        int pipefd[2], r, status;
+        FetchCheck c = { .ssh = &pid, .tar_fd = &rd, .status = -1, .check = check, .userdata = userdata };
+        struct sigaction sa = { .sa_handler = on_fetch_signal }, old[3];
+        static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+        int pipefd[2], r;
 
+        *ret_error = NULL;
         if (!job_id_is_valid(job_id))
                 return -EINVAL;
         r = strv_build(&argv, "export", job_id, NULL);
         if (r < 0)
                 return r;
-        if (mkdir(dest, 0700) < 0)
-                return log_error_errno(errno, "Cannot create %s: %m", dest);
-        dirfd = open(dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-        if (dirfd < 0)
-                return log_error_errno(errno, "Cannot open %s: %m", dest);
         /* First: the relay child must not hold the tar pipe (ssh would never see it closed). */
         r = stderr_relay(&relay, &err_write);
         if (r < 0)
@@ -361,19 +392,35 @@ int ctl_remote_fetch_result(const char *job_id, const char *dest) {
                 return log_error_errno(r, "Cannot run ssh: %m");
         wr = safe_close(wr);
         err_write = safe_close(err_write);
-        r = ctl_result_tar_import(rd, dirfd, &err);
+        /* An interrupt (the ssh in our process group gets it too) stops the fetch, and the tree goes. */
+        fetch_interrupted = 0;
+        sigemptyset(&sa.sa_mask);
+        for (size_t i = 0; i < ELEMENTSOF(sigs); i++)
+                (void) sigaction(sigs[i], &sa, &old[i]);
+        r = ctl_result_tar_unpack(rd, parent, job_id, NULL, &fetch_interrupted, fetch_check, &c, ret_dir, &err);
+        for (size_t i = 0; i < ELEMENTSOF(sigs); i++)
+                (void) sigaction(sigs[i], &old[i], NULL);
         /* Whatever the tar said, ssh is waited for: its status says whether the worker had a result. */
         rd = safe_close(rd);
-        status = ctl_remote_exit_status(&pid);
+        if (c.status < 0)
+                c.status = ctl_remote_exit_status(&pid);
         /* What the worker said, before what we say about it. */
         (void) pidref_wait_or_kill(&relay, 1000 * 1000, NULL);
-        if (status == CTL_EXIT_NOT_FOUND)
+        if (c.check_failed) {
+                *ret_error = TAKE_PTR(err);
+                return r;
+        }
+        if (r >= 0)
+                return 0;
+        if (c.status == CTL_EXIT_NOT_FOUND)
                 return -ENOENT;
-        if (status != 0)
+        if (fetch_interrupted)
+                return log_error_errno(EINTR, "Interrupted: the result of %s was not kept.", job_id);
+        if (c.imported && c.status != 0)
                 return log_error_errno(EIO, "The worker could not export the result of %s (exit status %d).",
-                                       job_id, status);
-        if (r < 0) /* err quotes what the worker sent */
-                return ctl_log_error_errno_untrusted(r, "The result of %s from %s is not a result directory: %s",
-                                                     job_id, remote_host, err ?: strerror(-r));
-        return 0;
+                                       job_id, c.status);
+        /* Refused here (then ssh fails to write the rest: that is not the reason), or not put in place. */
+        ctl_log_error_errno_untrusted(r, "Cannot fetch the result of %s from %s, and nothing of it was kept: %s",
+                                      job_id, remote_host, err ?: strerror(-r));
+        return r == -EEXIST ? r : -EIO;
 }

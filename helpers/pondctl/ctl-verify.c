@@ -42,34 +42,63 @@ void ctl_result_print(FILE *f, json_object *result, const char *dir) {
         print_artifacts(f, result);
 }
 
-/* Verifies dir and, with json, prints result.json byte for byte as verified (read again and compared, so
- * what is printed is what the signature covers). */
-static int verify_and_print(const char *dir, const uint8_t *pk, const char *job_id, const char *input_sha,
-                            bool json) {
-        _cleanup_free_ char *path = NULL, *before = NULL, *after = NULL, *err = NULL;
+int ctl_result_verify(const char *dir, const uint8_t *pk, const char *job_id, const char *input_sha,
+                      json_object **ret_result, char **ret_json, size_t *ret_len, char **ret_error) {
+        _cleanup_free_ char *path = NULL, *before = NULL, *after = NULL;
         _cleanup_json_ json_object *result = NULL;
         size_t blen = 0, alen = 0;
         int r;
 
+        *ret_error = NULL;
         if (asprintf(&path, "%s/%s", dir, RESULT_JSON_FILE) < 0)
-                return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
-        if (json && read_full_file(path, RESULT_JSON_MAX, &before, &blen) < 0)
+                return -ENOMEM;
+        if (ret_json && read_full_file(path, RESULT_JSON_MAX, &before, &blen) < 0)
                 before = NULL;
-        r = result_verify(dir, pk, job_id, input_sha, &result, &err);
+        r = result_verify(dir, pk, job_id, input_sha, &result, ret_error);
+        if (r < 0)
+                return r;
+        if (ret_json) {
+                r = read_full_file(path, RESULT_JSON_MAX, &after, &alen);
+                if (r < 0 || !before || alen != blen || memcmp(before, after, alen) != 0)
+                        return asprintf(ret_error, "%s changed while it was being verified.", path) < 0 ? -ENOMEM :
+                                                                                                     -ESTALE;
+                *ret_json = TAKE_PTR(after);
+                *ret_len = alen;
+        }
+        if (ret_result)
+                *ret_result = TAKE_PTR(result);
+        return 0;
+}
+
+int ctl_result_report(const char *dir, int r, json_object *result, const char *json, size_t len,
+                      const char *error, bool as_json) {
+        if (r == -ESTALE)
+                return ctl_fail_untrusted(CTL_EXIT_ERROR, "%s", error ?: strerror(-r));
         if (r < 0) {
-                ctl_printf_untrusted("FAILED: %s\n", err ?: strerror(-r));
+                ctl_printf_untrusted("FAILED: %s\n", error ?: strerror(-r));
                 return CTL_EXIT_ERROR;
         }
-        if (!json) {
-                printf("OK\n");
-                ctl_result_print(stdout, result, dir);
+        if (as_json) {
+                /* Byte for byte as signed: json-c wrote every C0 control in it as \u00XX. */
+                fwrite(json, 1, len, stdout);
                 return 0;
         }
-        r = read_full_file(path, RESULT_JSON_MAX, &after, &alen);
-        if (r < 0 || !before || alen != blen || memcmp(before, after, alen) != 0)
-                return ctl_fail_untrusted(CTL_EXIT_ERROR, "%s changed while it was being verified.", path);
-        fwrite(after, 1, alen, stdout);
+        printf("OK\n");
+        ctl_result_print(stdout, result, dir);
         return 0;
+}
+
+/* Verifies dir and, with json, prints result.json byte for byte as verified (read again and compared, so
+ * what is printed is what the signature covers). */
+static int verify_and_print(const char *dir, const uint8_t *pk, const char *job_id, const char *input_sha,
+                            bool json) {
+        _cleanup_json_ json_object *result = NULL;
+        _cleanup_free_ char *bytes = NULL, *err = NULL;
+        size_t len = 0;
+        int r;
+
+        r = ctl_result_verify(dir, pk, job_id, input_sha, &result, json ? &bytes : NULL, &len, &err);
+        return ctl_result_report(dir, r, result, bytes, len, err, json);
 }
 
 int ctl_verb_result(int argc, char *argv[]) {
@@ -105,10 +134,6 @@ int ctl_verb_result(int argc, char *argv[]) {
         if (r != 0)
                 return r;
         return verify_and_print(dir, pk, id, NULL, json);
-}
-
-int ctl_result_verify_print(const char *dir, const uint8_t *pk, const char *job_id, bool json) {
-        return verify_and_print(dir, pk, job_id, NULL, json);
 }
 
 /* --image-digest: the signed result must name that imported image (result.json's image_digest). Verified

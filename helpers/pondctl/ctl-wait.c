@@ -122,14 +122,15 @@ int ctl_result_dir(const JobPaths *p, const char *job_id, char **ret) {
         return asprintf(ret, "%s/%s", p->results, job_id) < 0 ? -ENOMEM : 0;
 }
 
-/* Verifies the result in dir and maps it to an exit status; says why on stderr when it is not the rc. */
-static int finish(const CtlWait *w, const char *dir) {
-        _cleanup_json_ json_object *result = NULL;
+/* Verifies the result in dir (unless the fetch did: verified) and maps it to an exit status; says why on
+ * stderr when it is not the rc. */
+static int finish(const CtlWait *w, const char *dir, json_object *verified) {
+        _cleanup_json_ json_object *result = json_object_get(verified);
         _cleanup_free_ char *err = NULL;
         const char *why;
         int r, ret;
 
-        r = result_verify(dir, w->pk, w->job_id, NULL, &result, &err);
+        r = result ? 0 : result_verify(dir, w->pk, w->job_id, NULL, &result, &err);
         if (r < 0) {
                 ctl_log_error_untrusted("The result of job %s did not verify: %s", w->job_id, err ?: strerror(-r));
                 return CTL_EXIT_UNVERIFIED;
@@ -297,8 +298,9 @@ static int wait_loop(CtlWait *w, const char *unit, const char *result_json, bool
 }
 
 int ctl_wait(CtlWait *w) {
-        _cleanup_free_ char *unit = NULL, *dir = NULL, *result_json = NULL;
+        _cleanup_free_ char *unit = NULL, *dir = NULL, *result_json = NULL, *err = NULL;
         _cleanup_(sd_bus_slot_unrefp) sd_bus_slot *slot = NULL;
+        _cleanup_json_ json_object *verified = NULL;
         struct sigaction sa = { .sa_handler = on_cancel_signal }, old_int, old_term;
         bool changed = true, seen_running = false;
         int r;
@@ -324,18 +326,21 @@ int ctl_wait(CtlWait *w) {
                 goto finish;
         drain_log(w);
         if (w->fetch) {
-                r = w->fetch(w, &dir);
+                r = w->fetch(w, &dir, &verified, &err);
                 if (r == -ENOENT && !seen_running)
                         r = ctl_fail(CTL_EXIT_NOT_FOUND, "Job %s has no result on the worker and no running "
                                      "unit: no such job.", w->job_id);
                 else if (r == -ENOENT)
                         r = report_no_result(w, unit);
+                else if (r == -EBADMSG)
+                        r = ctl_fail_untrusted(CTL_EXIT_UNVERIFIED, "The result of job %s did not verify, and "
+                                               "was not kept: %s", w->job_id, err ?: "unknown error");
                 else if (r < 0)
                         r = CTL_EXIT_FAILED;
                 if (r != 0)
                         goto finish;
         }
-        r = finish(w, dir);
+        r = finish(w, dir, verified);
 finish:
         slot = sd_bus_slot_unref(slot);
         w->reconnected = sd_bus_flush_close_unref(w->reconnected);

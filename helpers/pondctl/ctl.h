@@ -6,6 +6,7 @@
 #pragma once
 
 #include <json-c/json.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <systemd/sd-bus.h>
@@ -160,9 +161,11 @@ struct CtlWait {
         const uint8_t *pk;
         bool quiet;
         json_object **ret_result; /* if not NULL: the verified result, when there is one */
-        /* -H: the result is on the worker. Set: wait until the unit has stopped, then fetch (into a fresh
-         * *ret_dir, or -ENOENT: the worker has no result for the job) and verify here. */
-        int (*fetch)(struct CtlWait *w, char **ret_dir);
+        /* -H: the result is on the worker. Set: wait until the unit has stopped, then fetch and verify it
+         * here: 0 with *ret_dir (where the verified result now is) and *ret_result; -ENOENT: the worker has no
+         * result for the job; -EBADMSG: it did not verify (*ret_error says why) and nothing of it was kept;
+         * other: failed, having said why. */
+        int (*fetch)(struct CtlWait *w, char **ret_dir, json_object **ret_result, char **ret_error);
         void *userdata;
         bool *seen_running; /* ctl_wait()'s own */
         sd_bus *reconnected; /* ctl_wait()'s own: -H, the bus made again after an interrupt */
@@ -192,6 +195,39 @@ typedef struct CtlConsole {
  * child (c->pump) and this returns at once. -ESRCH: the job is not running (not said when c->wait). */
 int ctl_console_session(CtlConsole *c);
 void ctl_console_done(CtlConsole *c);
+/* ctl-result-tar.c: a result directory as a plain tar stream (directories and regular files only). */
+int ctl_result_tar_export(int result_dirfd, int out_fd);
+
+/* What an unpacked stream may hold at most; past any of it the stream is refused. */
+typedef struct CtlTarLimits {
+        uint64_t max_bytes; /* of all files together */
+        uint64_t max_files;
+        uint64_t max_dirs;
+        unsigned max_depth; /* components of a path */
+        size_t max_path;    /* bytes of a path */
+} CtlTarLimits;
+
+/* What one valid result can hold, and a little more (ctl-result-tar.c says how much). */
+extern const CtlTarLimits ctl_tar_limits_result;
+
+/* Unpacks a stream from ctl_result_tar_export() below dest_dirfd (empty), within limits (NULL: a result's):
+ * relative paths without . or .., files and directories only, each created new and never through a
+ * symlink. -EBADMSG with *ret_error naming the entry; dest may be left partly written. */
+int ctl_result_tar_import(int in_fd, int dest_dirfd, const CtlTarLimits *limits, char **ret_error);
+
+/* Checks a tree unpacked at dir before it is put in place (verifies it): 0, or a negative errno with
+ * *ret_error. */
+typedef int (*CtlTarCheck)(const char *dir, void *userdata, char **ret_error);
+
+/* Unpacks a stream as ctl_result_tar_import() does into a new hidden directory in parent (0700), runs check
+ * (if not NULL) on it, and only then renames it to parent/name (*ret_dir, if not NULL). On any failure (the
+ * stream, check, *interrupted set by a signal handler, the rename) the whole temporary tree is removed and
+ * nothing is left in parent. -EEXIST: parent/name exists already (looked at before anything is read).
+ * Returns what failed, with *ret_error. */
+int ctl_result_tar_unpack(int in_fd, const char *parent, const char *name, const CtlTarLimits *limits,
+                          const volatile sig_atomic_t *interrupted, CtlTarCheck check, void *userdata,
+                          char **ret_dir, char **ret_error);
+
 /* ctl-remote.c: -H [USER@]HOST (pondctl(1), "REMOTE WORKERS"). ctl_host() is NULL without -H. */
 bool ctl_host_is_valid(const char *host);
 int ctl_host_set(const char *host);
@@ -219,15 +255,13 @@ int ctl_remote_run(char *const *argv, const char *in, size_t in_len, int stdout_
  * comes is read and dropped). The from and to fds stay the caller's. */
 #define CTL_RELAY_LINE_MAX 16384
 int ctl_remote_relay(int feed_fd, const char *in, size_t in_len, const int from[2], const int to[2]);
-/* `pondctl export ID` on the worker, unpacked into dest (created here, 0700). -ENOENT: the worker has no
- * result for job_id. dest may be left partly written on failure: the caller removes it. */
-int ctl_remote_fetch_result(const char *job_id, const char *dest);
-
-/* ctl-result-tar.c: a result directory as a plain tar stream (directories and regular files only). */
-int ctl_result_tar_export(int result_dirfd, int out_fd);
-/* Unpacks a stream from ctl_result_tar_export() below dest_dirfd (empty): relative paths without . or ..,
- * files and directories only, each created new and never through a symlink. -EBADMSG with *ret_error. */
-int ctl_result_tar_import(int in_fd, int dest_dirfd, char **ret_error);
+/* `pondctl export ID` on the worker, unpacked within the limits of a result into a temporary directory in
+ * parent (ctl_result_tar_unpack()); check (verification) sees it once ssh has said the export was whole, and
+ * only if check passes is it renamed to parent/ID (*ret_dir). Nothing is left in parent otherwise, an
+ * interrupt (SIGINT, SIGTERM, SIGHUP) included. Returns 0; check's own error with *ret_error; -ENOENT: the
+ * worker has no result for job_id; -EEXIST: parent/ID exists; another error, having logged why. */
+int ctl_remote_fetch_result(const char *job_id, const char *parent, CtlTarCheck check, void *userdata,
+                            char **ret_dir, char **ret_error);
 
 /* ctl-host.c: the verbs -H gives (run submit status logs wait cancel list result); NULL if not one. */
 typedef int (*CtlVerbFunc)(int argc, char *argv[]);
@@ -236,8 +270,15 @@ CtlVerbFunc ctl_host_verb(const char *name);
  * remote bus, fetches (into INTO/ID, or a temporary directory: into NULL) and verifies the result with pk.
  * Returns the exit status, as run does. */
 int ctl_host_run(const char *id, const char *spec, size_t len, const uint8_t *pk, bool quiet, const char *into);
-/* ctl-verify.c: what `result` prints for a result directory, verified with pk (exit 0, or 1). */
-int ctl_result_verify_print(const char *dir, const uint8_t *pk, const char *job_id, bool json);
+/* ctl-verify.c: result_verify() of dir with pk (job_id, input_sha: NULL or what the result must say); with
+ * ret_json, also the bytes of result.json the signature covers (read before and after, -ESTALE with
+ * *ret_error if they changed). *ret_error says why on failure (NULL for -ENOMEM). */
+int ctl_result_verify(const char *dir, const uint8_t *pk, const char *job_id, const char *input_sha,
+                      json_object **ret_result, char **ret_json, size_t *ret_len, char **ret_error);
+/* What `result` and `verify` print for a result in dir that ctl_result_verify() returned r for: "FAILED:
+ * why" (exit 1), the bytes of result.json (as_json), or "OK" and ctl_result_print(). The exit status. */
+int ctl_result_report(const char *dir, int r, json_object *result, const char *json, size_t len,
+                      const char *error, bool as_json);
 /* The human summary of a verified result: ctl_print_summary(), its fields, usage, one line per artifact;
  * every string from the result escaped (ctl-escape.h). */
 void ctl_result_print(FILE *f, json_object *result, const char *dir);
