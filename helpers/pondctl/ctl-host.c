@@ -15,9 +15,11 @@
 #include <sys/stat.h>
 
 #include "ctl.h"
+#include "errmsg.h"
 #include "fileio.h"
 #include "jobid.h"
 #include "log.h"
+#include "result.h"
 #include "strv.h"
 
 #define _cleanup_bus_ _cleanup_(sd_bus_flush_close_unrefp)
@@ -67,13 +69,37 @@ static void host_fetch_done(HostFetch *f) {
         *f = (HostFetch) HOST_FETCH_NULL;
 }
 
+/* What a result directory holds at its top (result.c): result_verify() covers artifacts/ and log/ whole, but
+ * does not look at anything else beside them, which is then not covered by the signature. */
+static int top_level_check(const char *dir, char **ret_error) {
+        static const char *const names[] = { RESULT_JSON_FILE, RESULT_SIG_FILE, RESULT_ARTIFACTS_DIR, RESULT_LOG_DIR };
+        _cleanup_closedir_ DIR *d = opendir(dir);
+        struct dirent *de;
+
+        if (!d)
+                return error_set(ret_error, -errno, "cannot open %s: %s", dir, strerror(errno));
+        while ((errno = 0, de = readdir(d))) {
+                bool known = streq(de->d_name, ".") || streq(de->d_name, "..");
+
+                for (size_t i = 0; i < ELEMENTSOF(names) && !known; i++)
+                        known = streq(de->d_name, names[i]);
+                if (!known)
+                        return error_set(ret_error, -EBADMSG, "'%s' is beside result.json, where a result holds "
+                                         "nothing the signature does not cover", de->d_name);
+        }
+        return errno > 0 ? error_set(ret_error, -errno, "cannot list %s: %s", dir, strerror(errno)) : 0;
+}
+
 /* The fetched tree, before it is put in place: verified with the pinned key (and, for result --json, the
- * bytes of result.json that the signature covers kept). Any failure is -EBADMSG with *ret_error. */
+ * bytes of result.json that the signature covers kept), with nothing beside what the signature covers. Any
+ * failure is -EBADMSG with *ret_error. */
 static int verify_fetched(const char *dir, void *userdata, char **ret_error) {
         HostFetch *f = userdata;
         int r;
 
-        r = ctl_result_verify(dir, f->pk, f->job_id, NULL, &f->result, f->want_json ? &f->json : NULL,
+        r = top_level_check(dir, ret_error);
+        if (r >= 0)
+                r = ctl_result_verify(dir, f->pk, f->job_id, NULL, &f->result, f->want_json ? &f->json : NULL,
                               &f->json_len, ret_error);
         if (r < 0 && !*ret_error)
                 *ret_error = strdup(strerror(-r));

@@ -614,8 +614,9 @@ static int fake_worker_make(FakeWorker *w) {
 }
 
 /* Signs a result of job_id with one artifact, out/patch.diff, and exports it to w->tar; tamper: its bytes
- * are changed after signing. */
-static int fake_worker_result(FakeWorker *w, const char *job_id, bool tamper) {
+ * are changed after signing; extra: a file is put beside result.json (which result_verify() does not look
+ * at). */
+static int fake_worker_result(FakeWorker *w, const char *job_id, bool tamper, bool extra) {
         _cleanup_secret_ uint8_t *sk = NULL;
         _cleanup_manifest_ Manifest *m = NULL;
         _cleanup_json_ json_object *r = NULL;
@@ -657,6 +658,8 @@ static int fake_worker_result(FakeWorker *w, const char *job_id, bool tamper) {
         dir = openat(results, job_id, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dir < 0)
                 return -errno;
+        if (extra && write_at(dir, "run-me.sh", "#!/bin/sh\n") < 0)
+                return -EIO;
         if (tamper) {
                 (void) unlinkat(dir, "artifacts/out/patch.diff", 0);
                 if (write_at(dir, "artifacts/out/patch.diff", "--- a\n+++ B\n") < 0)
@@ -733,7 +736,7 @@ TEST(host_result_into_keeps_only_what_verified) {
         EXPECT_TRUE(strchr(said, 0x1b) == NULL);
 
         /* A result that does not verify: "FAILED", 1, and nothing of it here (it used to stay at INTO/ID). */
-        ASSERT_OK(fake_worker_result(&w, "j-1", true));
+        ASSERT_OK(fake_worker_result(&w, "j-1", true, false));
         out = mfree_test(out);
         EXPECT_EQ(CTL_EXIT_ERROR, run_captured(argv, &out));
         TEST_LOG("%s", out ?: "");
@@ -754,8 +757,23 @@ TEST(host_result_into_keeps_only_what_verified) {
         ASSERT_TRUE(asprintf(&path, "%s/escaped", w.top) > 0);
         EXPECT_TRUE(access(path, F_OK) < 0);
 
+        /* A result that verifies, with an unsigned file beside it: nothing of it here either. */
+        ASSERT_OK(fake_worker_result(&w, "j-1", false, true));
+        out = mfree_test(out);
+        EXPECT_EQ(CTL_EXIT_ERROR, run_captured(argv, &out));
+        ASSERT_CONTAINS("FAILED: 'run-me.sh' is beside result.json", out);
+        EXPECT_EQ(0, count_entries(w.into));
+        {
+                /* The control: result_verify() itself does not look beside result.json. */
+                _cleanup_free_ char *dir = NULL, *e = NULL;
+                uint8_t pk[KEY_SIGN_PUBLIC_SIZE];
+                ASSERT_TRUE(asprintf(&dir, "%s/j-1", w.results) > 0);
+                ASSERT_OK(keys_load_sign_public(w.keys, pk));
+                EXPECT_OK(result_verify(dir, pk, "j-1", NULL, NULL, &e));
+        }
+
         /* The control: a result that verifies is put at INTO/ID, and only it. */
-        ASSERT_OK(fake_worker_result(&w, "j-1", false));
+        ASSERT_OK(fake_worker_result(&w, "j-1", false, false));
         out = mfree_test(out);
         EXPECT_EQ(0, run_captured(argv, &out));
         TEST_LOG("%s", out ?: "");
