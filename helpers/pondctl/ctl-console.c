@@ -92,7 +92,7 @@ static int attach_request(int sock, const char *job_id) {
                 return buf[1];
         if (n > 0 && buf[0] == CONSOLE_ERROR) {
                 buf[n] = 0;
-                return log_error_errno(EPERM, "Cannot attach to job %s: %s", job_id, buf + 1);
+                return ctl_log_error_errno_untrusted(EPERM, "Cannot attach to job %s: %s", job_id, buf + 1);
         }
         if (n <= 0)
                 return -ESRCH; /* the job ended as we attached */
@@ -328,7 +328,7 @@ static int exec_relay(int sock, const char *id) {
                         return status & 0xff;
                 case CONSOLE_ERROR:
                         buf[n] = 0;
-                        return ctl_fail(CTL_EXIT_REFUSED, "Exec refused: %s", buf + 1);
+                        return ctl_fail_untrusted(CTL_EXIT_REFUSED, "Exec refused: %s", buf + 1);
                 default:
                         break;
                 }

@@ -29,7 +29,7 @@ static int print_refusal(const char *reason) {
         json_object_object_add(o, "refused", json_object_new_boolean(true));
         json_object_object_add(o, "reason", json_object_new_string(reason ?: "(no reason)"));
         ctl_json_print(o);
-        return ctl_fail(CTL_EXIT_ERROR, "Refused: %s", reason ?: "(no reason)");
+        return ctl_fail_untrusted(CTL_EXIT_ERROR, "Refused: %s", reason ?: "(no reason)"); /* quotes the spec */
 }
 
 /* path NULL: stdin. */
@@ -85,14 +85,14 @@ static int check_worker(const DispatchArgs *a, const DispatchDecision *d, json_o
 
         r = read_json(a->worker, &probe, &err);
         if (r < 0)
-                return ctl_fail(CTL_EXIT_ERROR, "Cannot read the worker's probe: %s", err ?: strerror(-r));
+                return ctl_fail_untrusted(CTL_EXIT_ERROR, "Cannot read the worker's probe: %s", err ?: strerror(-r));
         r = dispatch_tags_split(a->worker_tags, &tags);
         if (r < 0)
-                return ctl_fail_errno(CTL_EXIT_ERROR, r, "--worker-tags '%s': a comma-separated list of "
-                                      "non-empty tags (at most %d): %m", a->worker_tags, DISPATCH_TAGS_MAX);
+                return ctl_fail_errno_untrusted(CTL_EXIT_ERROR, r, "--worker-tags '%s': a comma-separated list of "
+                                                "non-empty tags (at most %d): %m", a->worker_tags, DISPATCH_TAGS_MAX);
         r = dispatch_worker_eligible(d, probe, tags, &err);
         if (r < 0)
-                return ctl_fail(CTL_EXIT_ERROR, "%s: %s", a->worker, err ?: strerror(-r));
+                return ctl_fail_untrusted(CTL_EXIT_ERROR, "%s: %s", a->worker, err ?: strerror(-r));
         w = json_object_new_object();
         if (!w)
                 return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");

@@ -3,29 +3,41 @@
  * (cancel's StopUnit; wait and run watch the unit's PropertiesChanged signals until it stops); the worker's
  * files through its own pondctl over ssh (submit writes the spool and starts the unit in one step there, so
  * a failed start still leaves nothing behind; status, list and logs read the spool and the live log there);
- * results are fetched as a tar stream (`pondctl export`) and verified here, with the worker's key pinned on
- * this machine (--pubkey), never one that came over the connection. Job ids are checked here before they
- * go anywhere; every argument reaches the remote shell single-quoted (ctl-remote.c). */
+ * results are fetched as a tar stream (`pondctl export`), bounded, into a hidden directory next to where
+ * they go, and verified there with the worker's key pinned on this machine (--pubkey), never one that came
+ * over the connection: only a result that verified is renamed into place (--into DIR: DIR/ID), anything
+ * else is removed whole. Job ids are checked here before they go anywhere; every argument reaches the
+ * remote shell single-quoted, and what the worker's pondctl says comes back escaped (ctl-remote.c). */
 #include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "basic/errmsg.h"
 #include "basic/fileio.h"
 #include "basic/jobid.h"
 #include "basic/log.h"
 #include "basic/strv.h"
 #include "ctl.h"
+#include "result/result.h"
 
 #define _cleanup_bus_ _cleanup_(sd_bus_flush_close_unrefp)
 
-/* Where a fetched result goes: into/ID, or ID in a temporary directory removed at the end. */
+/* Where a fetched result goes: into/ID, or ID in a temporary directory removed at the end; and what it
+ * must verify with. */
 typedef struct HostFetch {
         const char *into;
+        const uint8_t *pk;
+        bool want_json; /* keep the verified bytes of result.json (result --json) */
         char *tmp;
         char *dir;
         PidRef logs; /* run: the worker's `logs -f`, waited for before the summary */
+        /* what the verification in place said */
+        const char *job_id;
+        json_object *result;
+        char *json;
+        size_t json_len;
 } HostFetch;
 
 #define HOST_FETCH_NULL { .logs = PIDREF_NULL }
@@ -52,14 +64,56 @@ static void host_fetch_done(HostFetch *f) {
                 rm_path(f->tmp);
         free(f->tmp);
         free(f->dir);
+        json_object_put(f->result);
+        free(f->json);
         *f = (HostFetch) HOST_FETCH_NULL;
 }
 
-static int host_fetch(HostFetch *f, const char *job_id, char **ret_dir) {
+/* What a result directory holds at its top (result.c): result_verify() covers artifacts/ and log/ whole, but
+ * does not look at anything else beside them, which is then not covered by the signature. */
+static int top_level_check(const char *dir, char **ret_error) {
+        static const char *const names[] = { RESULT_JSON_FILE, RESULT_SIG_FILE, RESULT_ARTIFACTS_DIR, RESULT_LOG_DIR };
+        _cleanup_closedir_ DIR *d = opendir(dir);
+        struct dirent *de;
+
+        if (!d)
+                return error_set(ret_error, -errno, "cannot open %s: %s", dir, strerror(errno));
+        while ((errno = 0, de = readdir(d))) {
+                bool known = streq(de->d_name, ".") || streq(de->d_name, "..");
+
+                for (size_t i = 0; i < ELEMENTSOF(names) && !known; i++)
+                        known = streq(de->d_name, names[i]);
+                if (!known)
+                        return error_set(ret_error, -EBADMSG, "'%s' is beside result.json, where a result holds "
+                                         "nothing the signature does not cover", de->d_name);
+        }
+        return errno > 0 ? error_set(ret_error, -errno, "cannot list %s: %s", dir, strerror(errno)) : 0;
+}
+
+/* The fetched tree, before it is put in place: verified with the pinned key (and, for result --json, the
+ * bytes of result.json that the signature covers kept), with nothing beside what the signature covers. Any
+ * failure is -EBADMSG with *ret_error. */
+static int verify_fetched(const char *dir, void *userdata, char **ret_error) {
+        HostFetch *f = userdata;
+        int r;
+
+        r = top_level_check(dir, ret_error);
+        if (r >= 0)
+                r = ctl_result_verify(dir, f->pk, f->job_id, NULL, &f->result, f->want_json ? &f->json : NULL,
+                              &f->json_len, ret_error);
+        if (r < 0 && !*ret_error)
+                *ret_error = strdup(strerror(-r));
+        return r < 0 ? -EBADMSG : 0;
+}
+
+/* Fetches the result of job_id and verifies it before it is put at f->dir (into/ID or in f->tmp): 0, with
+ * f->result (and f->json); -ENOENT: the worker has none; -EBADMSG: it did not verify, *ret_error says why,
+ * and nothing of it is kept; another error, having said why. */
+static int host_fetch(HostFetch *f, const char *job_id, char **ret_error) {
         const char *tmpdir = getenv("TMPDIR");
         int r;
 
-        if (!f->into) {
+        if (!f->into && !f->tmp) {
                 if (asprintf(&f->tmp, "%s/pondctl-XXXXXX", tmpdir && *tmpdir == '/' ? tmpdir : "/tmp") < 0)
                         return log_oom();
                 if (!mkdtemp(f->tmp)) {
@@ -70,28 +124,31 @@ static int host_fetch(HostFetch *f, const char *job_id, char **ret_dir) {
                 }
         }
         free(f->dir);
-        if (asprintf(&f->dir, "%s/%s", f->into ?: f->tmp, job_id) < 0)
-                return log_oom();
-        r = ctl_remote_fetch_result(job_id, f->dir);
-        if (r < 0) {
-                if (r != -EEXIST)
-                        rm_path(f->dir); /* what this fetch made, never what was there before */
-                return r;
-        }
-        if (ret_dir && !(*ret_dir = strdup(f->dir)))
-                return log_oom();
-        return 0;
+        free(f->json);
+        json_object_put(f->result);
+        f->dir = f->json = NULL;
+        f->result = NULL;
+        f->job_id = job_id;
+        r = ctl_remote_fetch_result(job_id, f->into ?: f->tmp, verify_fetched, f, &f->dir, ret_error);
+        return r == -EBADMSG || r == -ENOENT || r >= 0 ? r : -EIO;
 }
 
 /* ctl_wait()'s fetch: the output of `logs -f` first (it ends by itself once the unit has stopped), then the
  * result. */
-static int wait_fetch(CtlWait *w, char **ret_dir) {
+static int wait_fetch(CtlWait *w, char **ret_dir, json_object **ret_result, char **ret_error) {
         HostFetch *f = w->userdata;
         siginfo_t si;
+        int r;
 
         if (f->logs.pid > 0 && pidref_wait(&f->logs, USEC_INFINITY, &si) >= 0 && !siginfo_exited_ok(&si))
                 log_warning("The worker's log of %s was not shown to its end.", w->job_id);
-        return host_fetch(f, w->job_id, ret_dir);
+        r = host_fetch(f, w->job_id, ret_error);
+        if (r < 0)
+                return r;
+        if (!(*ret_dir = strdup(f->dir)))
+                return log_oom();
+        *ret_result = json_object_get(f->result);
+        return 0;
 }
 
 static int need_pubkey(const char *pubkey, uint8_t pk[KEY_SIGN_PUBLIC_SIZE]) {
@@ -103,13 +160,19 @@ static int need_pubkey(const char *pubkey, uint8_t pk[KEY_SIGN_PUBLIC_SIZE]) {
         return ctl_load_public_key(pubkey, pk);
 }
 
-static int into_check(const char *into) {
+/* Before anything runs or is fetched: the result is to go to into/id, and nothing there is ever replaced. */
+static int into_check(const char *into, const char *id) {
+        _cleanup_free_ char *path = NULL;
         struct stat st;
 
         if (!into)
                 return 0;
         if (stat(into, &st) < 0 || !S_ISDIR(st.st_mode))
                 return log_error_errno(ENOTDIR, "--into: %s is not a directory.", into);
+        if (asprintf(&path, "%s/%s", into, id) < 0)
+                return log_oom();
+        if (lstat(path, &st) >= 0)
+                return log_error_errno(EEXIST, "--into: %s exists already.", path);
         return 0;
 }
 
@@ -137,13 +200,13 @@ static int host_submit(int argc, char *argv[]) {
         if (r >= 0)
                 r = ctl_spec_validate(spec, len, &parsed, &err);
         if (r < 0)
-                return ctl_fail(CTL_EXIT_REFUSED, "Refused: %s: %s", streq(argv[optind], "-") ? "stdin" :
-                                argv[optind], err ?: strerror(-r));
+                return ctl_fail_untrusted(CTL_EXIT_REFUSED, "Refused: %s: %s", streq(argv[optind], "-") ? "stdin" :
+                                          argv[optind], err ?: strerror(-r));
         r = checkout ? strv_build(&rargv, "submit", "-", "--checkout", checkout, NULL) :
                        strv_build(&rargv, "submit", "-", NULL);
         if (r < 0)
                 return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
-        return ctl_remote_run(rargv, spec, len, STDOUT_FILENO);
+        return ctl_remote_run(rargv, spec, len, STDOUT_FILENO, CTL_REMOTE_ESCAPE_STDOUT | CTL_REMOTE_ESCAPE_STDERR);
 }
 
 /* status ID [--json], logs ID [-f]: what the worker's pondctl says, with the id checked here first. */
@@ -167,7 +230,9 @@ static int host_passthrough_one(int argc, char *argv[], const char *flag_long, i
                                                                                    "-f" : "--json")) < 0))
                 return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
         (void) signal(SIGPIPE, SIG_IGN);
-        return ctl_remote_run(rargv, NULL, 0, STDOUT_FILENO);
+        /* logs: the job's own output, as it wrote it; status --json: json-c's, for scripts. */
+        return ctl_remote_run(rargv, NULL, 0, STDOUT_FILENO, argv[0][0] == 'l' ? 0 : flag ? CTL_REMOTE_ESCAPE_STDERR :
+                              CTL_REMOTE_ESCAPE_STDOUT | CTL_REMOTE_ESCAPE_STDERR);
 }
 
 static int host_status(int argc, char *argv[]) {
@@ -188,7 +253,8 @@ static int host_list(int argc, char *argv[]) {
         for (int i = 0; i < argc; i++)
                 if (strv_push(&rargv, strdup(argv[i])) < 0)
                         return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
-        return ctl_remote_run(rargv, NULL, 0, STDOUT_FILENO);
+        return ctl_remote_run(rargv, NULL, 0, STDOUT_FILENO, a.json ? CTL_REMOTE_ESCAPE_STDERR :
+                              CTL_REMOTE_ESCAPE_STDOUT | CTL_REMOTE_ESCAPE_STDERR);
 }
 
 static int host_cancel(int argc, char *argv[]) {
@@ -213,7 +279,8 @@ static int host_cancel(int argc, char *argv[]) {
                                 ctl_host());
         r = ctl_unit_call(bus, "StopUnit", unit, &err);
         if (r < 0)
-                return ctl_fail(CTL_EXIT_ERROR, "Cannot stop %s on %s: %s", unit, ctl_host(), err ?: strerror(-r));
+                return ctl_fail_untrusted(CTL_EXIT_ERROR, "Cannot stop %s on %s: %s", unit, ctl_host(),
+                                          err ?: strerror(-r)); /* the worker's bus says why */
         return CTL_EXIT_OK;
 }
 
@@ -223,6 +290,7 @@ static int host_wait_job(const char *id, const uint8_t *pk, bool quiet, bool jso
         _cleanup_bus_ sd_bus *bus = NULL;
         int status;
 
+        f->pk = pk;
         if (ctl_host_bus_open(&bus) < 0)
                 status = CTL_EXIT_FAILED;
         else
@@ -260,7 +328,7 @@ static int host_wait(int argc, char *argv[]) {
                 case 'i': f.into = optarg; break;
                 default: return CTL_EXIT_USAGE;
                 }
-        if (ctl_job_id_arg(argc, argv, optind, &id) < 0 || into_check(f.into) < 0)
+        if (ctl_job_id_arg(argc, argv, optind, &id) < 0 || into_check(f.into, id) < 0)
                 return CTL_EXIT_USAGE;
         if (need_pubkey(pubkey, pk) < 0)
                 return pubkey ? CTL_EXIT_UNVERIFIED : CTL_EXIT_USAGE;
@@ -275,6 +343,7 @@ static int host_result(int argc, char *argv[]) {
                 {}
         };
         _cleanup_(host_fetch_done) HostFetch f = HOST_FETCH_NULL;
+        _cleanup_free_ char *err = NULL;
         const char *id, *pubkey = NULL;
         uint8_t pk[KEY_SIGN_PUBLIC_SIZE];
         bool json = false;
@@ -288,16 +357,19 @@ static int host_result(int argc, char *argv[]) {
                 case 'i': f.into = optarg; break;
                 default: return CTL_EXIT_USAGE;
                 }
-        if (ctl_job_id_arg(argc, argv, optind, &id) < 0 || into_check(f.into) < 0)
+        if (ctl_job_id_arg(argc, argv, optind, &id) < 0 || into_check(f.into, id) < 0)
                 return CTL_EXIT_USAGE;
         if (need_pubkey(pubkey, pk) < 0)
                 return pubkey ? CTL_EXIT_ERROR : CTL_EXIT_USAGE;
-        r = host_fetch(&f, id, NULL);
+        f.pk = pk;
+        f.want_json = json;
+        r = host_fetch(&f, id, &err);
         if (r == -ENOENT)
                 return ctl_fail(CTL_EXIT_NOT_FOUND, "Job %s has no result on %s.", id, ctl_host());
-        if (r < 0)
+        if (r < 0 && r != -EBADMSG)
                 return CTL_EXIT_ERROR;
-        return ctl_result_verify_print(f.dir, pk, id, json);
+        /* Not verified: "FAILED: why", as for a local result, and nothing was kept. */
+        return ctl_result_report(f.dir, r, f.result, f.json, f.json_len, err, json);
 }
 
 int ctl_host_run(const char *id, const char *spec, size_t len, const uint8_t *pk, bool quiet, const char *into) {
@@ -305,12 +377,12 @@ int ctl_host_run(const char *id, const char *spec, size_t len, const uint8_t *pk
         _cleanup_strv_free_ char **rargv = NULL;
         int r;
 
-        if (into_check(into) < 0)
+        if (into_check(into, id) < 0)
                 return CTL_EXIT_USAGE;
         f.into = into;
         if (strv_build(&rargv, "submit", "-", NULL) < 0)
                 return ctl_fail(CTL_EXIT_FAILED, "Out of memory.");
-        r = ctl_remote_run(rargv, spec, len, -EBADF);
+        r = ctl_remote_run(rargv, spec, len, -EBADF, CTL_REMOTE_ESCAPE_STDERR);
         if (r != 0)
                 return r;
         if (!quiet)

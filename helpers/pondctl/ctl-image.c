@@ -79,7 +79,9 @@ static int verb_import(int argc, char *argv[]) {
                 return CTL_EXIT_ERROR;
         r = image_store_import(&s, argv[optind], name, &rec, &err);
         if (r < 0)
-                return ctl_fail(CTL_EXIT_ERROR, "Import of %s refused: %s", argv[optind], err ?: strerror(-r));
+                /* err may quote a name from inside the image */
+                return ctl_fail_untrusted(CTL_EXIT_ERROR, "Import of %s refused: %s", argv[optind],
+                                          err ?: strerror(-r));
         if (json) {
                 _cleanup_json_ json_object *o = record_json(&rec);
                 ctl_json_print(o);
@@ -135,7 +137,7 @@ static int verb_inspect(int argc, char *argv[]) {
                 return CTL_EXIT_ERROR;
         r = image_store_lookup(&s, argv[optind], &rec, &err);
         if (r < 0)
-                return ctl_fail(CTL_EXIT_ERROR, "%s", err ?: strerror(-r));
+                return ctl_fail_untrusted(CTL_EXIT_ERROR, "%s", err ?: strerror(-r));
         o = record_json(&rec);
         ctl_json_print(o);  /* one form: inspect is for reading */
         return 0;
@@ -155,7 +157,8 @@ static int verb_rm(int argc, char *argv[]) {
                 int r = image_store_remove(&s, argv[i], &err);
 
                 if (r < 0)
-                        ret = ctl_fail(CTL_EXIT_ERROR, "Cannot remove %s: %s", argv[i], err ?: strerror(-r));
+                        ret = ctl_fail_untrusted(CTL_EXIT_ERROR, "Cannot remove %s: %s", argv[i],
+                                                 err ?: strerror(-r));
         }
         return ret;
 }

@@ -22,8 +22,8 @@ int ctl_job_id_arg(int argc, char *argv[], int first, const char **ret) {
         if (first != argc - 1)
                 return log_error_errno(EINVAL, "Usage: pondctl %s [OPTIONS] JOB_ID", argv[0]);
         if (!job_id_is_valid(argv[first]))
-                return log_error_errno(EINVAL, "Invalid job id '%s': must match "
-                                       "[A-Za-z0-9][A-Za-z0-9_.-]{0,63}.", argv[first]);
+                return ctl_log_error_errno_untrusted(EINVAL, "Invalid job id '%s': must match "
+                                                     "[A-Za-z0-9][A-Za-z0-9_.-]{0,63}.", argv[first]);
         *ret = argv[first];
         return 0;
 }
@@ -89,8 +89,8 @@ int ctl_verb_submit(int argc, char *argv[]) {
         if (r >= 0)
                 r = ctl_spec_validate(spec, len, &parsed, &err);
         if (r < 0) {
-                log_error("Refused: %s: %s", streq(argv[optind], "-") ? "stdin" : argv[optind],
-                          err ?: strerror(-r));
+                ctl_log_error_untrusted("Refused: %s: %s", streq(argv[optind], "-") ? "stdin" : argv[optind],
+                                        err ?: strerror(-r));
                 return CTL_EXIT_REFUSED;
         }
         if (job_paths_init(&paths, parsed->job_id) < 0)
@@ -116,22 +116,24 @@ static int id_and_json(int argc, char *argv[], bool *json, const char **ret) {
         return ctl_job_id_arg(argc, argv, optind, ret);
 }
 
+/* The status text is the supervisor's (it may quote the spec), the result is not verified here: every
+ * string escaped. */
 static void status_print(const char *id, const char *unit, int bus_error, const CtlUnitState *st,
                          json_object *result, json_object *usage) {
         printf("job:    %s\nunit:   %s\n", id, unit);
         if (bus_error < 0)
                 printf("state:  unknown (%s)\n", strerror(-bus_error));
         else
-                printf("state:  %s%s%s%s\n", st->active_state, st->sub_state ? "/" : "", st->sub_state ?: "",
-                       st->loaded ? "" : " (not loaded)");
+                ctl_printf_untrusted("state:  %s%s%s%s\n", st->active_state, st->sub_state ? "/" : "",
+                                     st->sub_state ?: "", st->loaded ? "" : " (not loaded)");
         if (st->status_text && *st->status_text)
-                printf("status: %s\n", st->status_text);
-        ctl_usage_print("usage:  ", usage);
+                ctl_printf_untrusted("status: %s\n", st->status_text);
+        ctl_usage_print(stdout, "usage:  ", usage);
         if (result) {
                 const char *why;
                 int code = ctl_exit_status_from_result(result, &why);
-                printf("result: %s (exit status %d%s%s; not verified, see pondctl result)\n",
-                       json_get_str(result, "status") ?: "?", code, why ? ": " : "", why ?: "");
+                ctl_printf_untrusted("result: %s (exit status %d%s%s; not verified, see pondctl result)\n",
+                                     json_get_str(result, "status") ?: "?", code, why ? ": " : "", why ?: "");
         } else
                 printf("result: none\n");
 }
@@ -222,8 +224,8 @@ static int signed_log_dir(const JobPaths *paths, const char *id, char **ret_dir)
                 return CTL_EXIT_UNVERIFIED;
         r = result_verify(result, pk, id, NULL, NULL, &err);
         if (r < 0)
-                return ctl_fail(CTL_EXIT_UNVERIFIED, "The result of %s does not verify (%s): its log is not shown.",
-                                id, err ?: strerror(-r));
+                return ctl_fail_untrusted(CTL_EXIT_UNVERIFIED, "The result of %s does not verify (%s): its log is "
+                                          "not shown.", id, err ?: strerror(-r));
         if (asprintf(ret_dir, "%s/%s", result, RESULT_LOG_DIR) < 0)
                 return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
         return 0;
@@ -374,6 +376,6 @@ int ctl_verb_cancel(int argc, char *argv[]) {
                 return ctl_fail_errno(CTL_EXIT_ERROR, r, "Cannot stop %s: no system bus: %m", paths.service);
         r = ctl_unit_call(bus, "StopUnit", paths.service, &err);
         if (r < 0)
-                return ctl_fail(CTL_EXIT_ERROR, "Cannot stop %s: %s", paths.service, err ?: strerror(-r));
+                return ctl_fail_untrusted(CTL_EXIT_ERROR, "Cannot stop %s: %s", paths.service, err ?: strerror(-r));
         return 0;
 }

@@ -224,13 +224,15 @@ int ctl_list_parse_argv(int argc, char *argv[], uint64_t now_usec, CtlListArgs *
                         if (r == -ENOMEM)
                                 return r;
                         if (r < 0)
-                                return log_error_errno(EINVAL, "--state: '%s' is not a list of pending, running, "
-                                                       "completed, refused, failed, cancelled, unknown.", optarg);
+                                return ctl_log_error_errno_untrusted(EINVAL, "--state: '%s' is not a list of pending, "
+                                                                     "running, completed, refused, failed, "
+                                                                     "cancelled, unknown.", optarg);
                         break;
                 case 't':
                         if (ctl_since_parse(optarg, now_usec, &a.filter.since_usec) < 0)
-                                return log_error_errno(EINVAL, "--since: '%s' is not @EPOCH, YYYY-MM-DD[THH:MM[:SS]] "
-                                                       "(UTC) or a time ago like 30m, 2h, 1d.", optarg);
+                                return ctl_log_error_errno_untrusted(EINVAL, "--since: '%s' is not @EPOCH, "
+                                                                     "YYYY-MM-DD[THH:MM[:SS]] (UTC) or a time ago "
+                                                                     "like 30m, 2h, 1d.", optarg);
                         break;
                 case 'p':
                         a.filter.profile = optarg;
@@ -291,7 +293,8 @@ static int list_one(sd_bus *bus, const char *id, const CtlListArgs *a, json_obje
                         snprintf(rc, sizeof rc, "%s", i.signal);
                 else if (i.has_rc)
                         snprintf(rc, sizeof rc, "%d", i.rc);
-                printf("%s %s %s %s\n", id, i.state, i.profile ?: "-", rc);
+                /* A result's profile and signal are only peeked at, never verified. */
+                ctl_printf_untrusted("%s %s %s %s\n", id, i.state, i.profile ?: "-", rc);
                 return 0;
         }
         if (ctl_job_info_to_json(&i, &o) < 0 || json_object_array_add(array, o) < 0)

@@ -217,7 +217,7 @@ int ctl_main(int argc, char *argv[]) {
         first = optind;
         v = find_verb(argv[first]);
         if (!v) {
-                log_error("Unknown verb '%s'; see pondctl --help.", argv[first]);
+                ctl_log_error_untrusted("Unknown verb '%s'; see pondctl --help.", argv[first]);
                 return CTL_EXIT_USAGE;
         }
         if (ctl_wants_help(argc - first, argv + first)) {

@@ -2,7 +2,8 @@
 /* ctl-quorum.c: `pondctl quorum`: re-runs of one job, on one worker or several, compared. Every result must
  * verify and have completed; all must be the same task (task_sha, the image, profile and backend); then
  * they agree when enough of them have the same output_sha, and every path whose manifest entry is not the
- * same in all of them is printed, with what each result has there. */
+ * same in all of them is printed, with what each result has there. Paths, link targets and every other
+ * string of a result are printed escaped (ctl-escape.h): they are the job's. */
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,13 +91,13 @@ static size_t print_differences(json_object **results, char **dirs, size_t n) {
                 if (same)
                         continue;
                 count++;
-                printf("differs: %s\n", paths[p]);
+                ctl_printf_untrusted("differs: %s\n", paths[p]);
                 for (size_t i = 0; i < n; i++) {
                         char what[256];
 
                         describe(find_entry(json_object_object_get(results[i], "artifacts"), paths[p]), what,
                                  sizeof what);
-                        printf("  %s: %s\n", dirs[i], what);
+                        ctl_printf_untrusted("  %s: %s\n", dirs[i], what);
                 }
         }
         return count;
@@ -106,15 +107,16 @@ static size_t print_differences(json_object **results, char **dirs, size_t n) {
 static bool same_job(json_object **results, char **dirs, size_t n) {
         for (size_t i = 0; i < n; i++) {
                 if (!field(results[i], "task_sha")) {
-                        printf("NOT COMPARABLE: %s has no task_sha (a bundle job, or a job refused early)\n", dirs[i]);
+                        ctl_printf_untrusted("NOT COMPARABLE: %s has no task_sha (a bundle job, or a job refused "
+                                             "early)\n", dirs[i]);
                         return false;
                 }
                 for (size_t f = 0; f < ELEMENTSOF(same_task) && i > 0; f++) {
                         const char *a = field(results[0], same_task[f]), *b = field(results[i], same_task[f]);
 
                         if (!streq_ptr(a, b)) {
-                                printf("NOT COMPARABLE: %s: %s has %s, %s has %s\n", same_task[f], dirs[0], a ?: "none",
-                                       dirs[i], b ?: "none");
+                                ctl_printf_untrusted("NOT COMPARABLE: %s: %s has %s, %s has %s\n", same_task[f],
+                                                     dirs[0], a ?: "none", dirs[i], b ?: "none");
                                 return false;
                         }
                 }
@@ -165,14 +167,14 @@ int ctl_verb_quorum(int argc, char *argv[]) {
                 const char *status;
 
                 if (result_verify(dirs[i], pk, NULL, NULL, &results[i], &err) < 0) {
-                        printf("FAILED: %s: %s\n", dirs[i], err ?: "does not verify");
+                        ctl_printf_untrusted("FAILED: %s: %s\n", dirs[i], err ?: "does not verify");
                         ret = CTL_EXIT_ERROR;
                         continue;
                 }
                 status = field(results[i], "status");
                 if (!streq_ptr(status, "completed")) {
-                        printf("NOT COMPARABLE: %s: status %s (%s)\n", dirs[i], status ?: "?",
-                               field(results[i], "reason") ?: "no reason");
+                        ctl_printf_untrusted("NOT COMPARABLE: %s: status %s (%s)\n", dirs[i], status ?: "?",
+                                             field(results[i], "reason") ?: "no reason");
                         ret = ret ?: CTL_EXIT_NOT_COMPARABLE;
                 }
         }
@@ -189,11 +191,11 @@ int ctl_verb_quorum(int argc, char *argv[]) {
                 if (agreeing < n)
                         printf("%zu path(s) differ\n", print_differences(results, dirs, n));
                 if (agreeing >= (min ?: n))
-                        printf("AGREE: %zu of %zu results have the same output (task_sha %s)\n", agreeing, n,
-                               field(results[0], "task_sha"));
+                        ctl_printf_untrusted("AGREE: %zu of %zu results have the same output (task_sha %s)\n",
+                                             agreeing, n, field(results[0], "task_sha"));
                 else {
-                        printf("DISAGREE: at most %zu of %zu results have the same output (%lu needed)\n", agreeing, n,
-                               min ?: (unsigned long) n);
+                        printf("DISAGREE: at most %zu of %zu results have the same output (%lu needed)\n", agreeing,
+                               n, min ?: (unsigned long) n);
                         ret = CTL_EXIT_DISAGREE;
                 }
         }

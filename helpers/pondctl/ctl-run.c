@@ -184,7 +184,8 @@ static int make_spec(const CtlRunArgs *a, char **ret_buf, size_t *ret_len, char 
                         r = json_parse_strict(file, file_len, JSON_STRICT_MAX_BYTES, JSON_STRICT_MAX_DEPTH,
                                               &base, &err);
                 if (r < 0) {
-                        log_error_errno(r, "Cannot use the spec %s: %s", a->spec_file, err ?: strerror(-r));
+                        ctl_log_error_errno_untrusted(r, "Cannot use the spec %s: %s", a->spec_file,
+                                                      err ?: strerror(-r));
                         return CTL_EXIT_REFUSED;
                 }
         }
@@ -192,12 +193,12 @@ static int make_spec(const CtlRunArgs *a, char **ret_buf, size_t *ret_len, char 
         if (r >= 0)
                 r = ctl_spec_serialize(spec, &buf, &len);
         if (r < 0) {
-                log_error_errno(r, "Cannot build the job spec: %s", err ?: strerror(-r));
+                ctl_log_error_errno_untrusted(r, "Cannot build the job spec: %s", err ?: strerror(-r));
                 return CTL_EXIT_REFUSED;
         }
         r = ctl_spec_validate(buf, len, &parsed, &err);
         if (r < 0) {
-                log_error_errno(r, "Refused: %s", err ?: strerror(-r));
+                ctl_log_error_errno_untrusted(r, "Refused: %s", err ?: strerror(-r)); /* quotes the spec */
                 return CTL_EXIT_REFUSED;
         }
         *ret_id = strdup(parsed->job_id);

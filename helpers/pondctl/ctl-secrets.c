@@ -154,7 +154,7 @@ static int bundle_create_verb(int argc, char *argv[]) {
                 r = negative_errno();
         if (r < 0) {
                 (void) unlink(out);
-                return ctl_fail(CTL_EXIT_ERROR, "Cannot bundle %s: %s", argv[optind], err ?: strerror(-r));
+                return ctl_fail_untrusted(CTL_EXIT_ERROR, "Cannot bundle %s: %s", argv[optind], err ?: strerror(-r));
         }
         /* The input_sha the worker will report for this bundle. */
         printf("%s\n", sha);
@@ -200,7 +200,8 @@ static int bundle_extract_verb(int argc, char *argv[]) {
         r = dest < 0 ? negative_errno() : bundle_extract(fd, pk, sk, job_id, dest, NULL, sha, &err);
         if (r < 0) {
                 (void) rm_rf_at(AT_FDCWD, argv[optind + 1]);
-                return ctl_fail(CTL_EXIT_ERROR, "Refused %s: %s", argv[optind], err ?: strerror(-r));
+                /* err may quote a name from inside the bundle */
+                return ctl_fail_untrusted(CTL_EXIT_ERROR, "Refused %s: %s", argv[optind], err ?: strerror(-r));
         }
         printf("%s\n", sha);
         return 0;

@@ -44,25 +44,25 @@ static void bytes(FILE *f, const char *what, json_object *usage, const char *key
         fprintf(f, i == 0 ? ", %s %.0f %s" : ", %s %.1f %s", what, d, units[i]);
 }
 
-void ctl_usage_print(const char *prefix, json_object *usage) {
+void ctl_usage_print(FILE *f, const char *prefix, json_object *usage) {
         uint64_t user, sys, tasks;
 
         if (!usage || !json_object_is_type(usage, json_type_object))
                 return;
-        printf("%s", prefix);
+        fputs(prefix, f);
         if (figure(usage, "cpu_user_ms", &user) && figure(usage, "cpu_system_ms", &sys))
-                printf("cpu %" PRIu64 ".%03" PRIu64 " s user + %" PRIu64 ".%03" PRIu64 " s system", user / 1000,
-                       user % 1000, sys / 1000, sys % 1000);
+                fprintf(f, "cpu %" PRIu64 ".%03" PRIu64 " s user + %" PRIu64 ".%03" PRIu64 " s system", user / 1000,
+                        user % 1000, sys / 1000, sys % 1000);
         else
-                printf("cpu -");
-        bytes(stdout, "memory peak", usage, "memory_peak_bytes");
-        bytes(stdout, "io read", usage, "io_read_bytes");
-        bytes(stdout, "written", usage, "io_write_bytes");
+                fputs("cpu -", f);
+        bytes(f, "memory peak", usage, "memory_peak_bytes");
+        bytes(f, "io read", usage, "io_read_bytes");
+        bytes(f, "written", usage, "io_write_bytes");
         if (figure(usage, "tasks_peak", &tasks))
-                printf(", tasks peak %" PRIu64, tasks);
+                fprintf(f, ", tasks peak %" PRIu64, tasks);
         if (json_object_object_get_ex(usage, "net_bytes_up", NULL)) {
-                bytes(stdout, "net up", usage, "net_bytes_up");
-                bytes(stdout, "down", usage, "net_bytes_down");
+                bytes(f, "net up", usage, "net_bytes_up");
+                bytes(f, "down", usage, "net_bytes_down");
         }
-        printf("%s\n", json_get_true(usage, "live") ? " (live)" : "");
+        fprintf(f, "%s\n", json_get_true(usage, "live") ? " (live)" : "");
 }

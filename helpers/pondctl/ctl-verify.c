@@ -12,7 +12,8 @@
 #include "image/blob.h"
 #include "result/result.h"
 
-static void print_artifacts(json_object *result) {
+/* One line per artifact: its path is whatever name the job gave a file, escaped like every string here. */
+static void print_artifacts(FILE *f, json_object *result) {
         json_object *arts = json_object_object_get(result, "artifacts");
         size_t n = json_object_is_type(arts, json_type_array) ? json_object_array_length(arts) : 0;
 
@@ -20,55 +21,84 @@ static void print_artifacts(json_object *result) {
                 json_object *a = json_object_array_get_idx(arts, i);
                 const char *sha = json_object_get_string(json_object_object_get(a, "sha256"));
 
-                printf("  %-8s %-9s %12" PRId64 " %s%s%.16s\n",
-                       json_object_get_string(json_object_object_get(a, "kind")) ?: "?",
-                       json_object_get_string(json_object_object_get(a, "change")) ?: "",
-                       json_object_get_int64(json_object_object_get(a, "size")),
-                       json_object_get_string(json_object_object_get(a, "path")) ?: "?", sha ? "  " : "",
-                       sha ?: "");
+                ctl_fprintf_untrusted(f, "  %-8s %-9s %12" PRId64 " %s%s%.16s\n",
+                                      json_object_get_string(json_object_object_get(a, "kind")) ?: "?",
+                                      json_object_get_string(json_object_object_get(a, "change")) ?: "",
+                                      json_object_get_int64(json_object_object_get(a, "size")),
+                                      json_object_get_string(json_object_object_get(a, "path")) ?: "?",
+                                      sha ? "  " : "", sha ?: "");
         }
 }
 
-static void print_result(json_object *result, const char *dir) {
+void ctl_result_print(FILE *f, json_object *result, const char *dir) {
         static const char *const fields[] = { "tenant", "input_sha", "profile", "backend", "tier", "image" };
 
-        ctl_print_summary(stdout, result, dir);
+        ctl_print_summary(f, result, dir);
         for (size_t i = 0; i < ELEMENTSOF(fields); i++) {
                 json_object *v = json_object_object_get(result, fields[i]);
-                printf("pond: %s %s\n", fields[i], v ? json_object_get_string(v) : "-");
+                ctl_fprintf_untrusted(f, "pond: %s %s\n", fields[i], v ? json_object_get_string(v) : "-");
         }
-        ctl_usage_print("pond: usage ", json_object_object_get(result, "usage"));
-        print_artifacts(result);
+        ctl_usage_print(f, "pond: usage ", json_object_object_get(result, "usage"));
+        print_artifacts(f, result);
+}
+
+int ctl_result_verify(const char *dir, const uint8_t *pk, const char *job_id, const char *input_sha,
+                      json_object **ret_result, char **ret_json, size_t *ret_len, char **ret_error) {
+        _cleanup_free_ char *path = NULL, *before = NULL, *after = NULL;
+        _cleanup_json_ json_object *result = NULL;
+        size_t blen = 0, alen = 0;
+        int r;
+
+        *ret_error = NULL;
+        if (asprintf(&path, "%s/%s", dir, RESULT_JSON_FILE) < 0)
+                return -ENOMEM;
+        if (ret_json && read_full_file(path, RESULT_JSON_MAX, &before, &blen) < 0)
+                before = NULL;
+        r = result_verify(dir, pk, job_id, input_sha, &result, ret_error);
+        if (r < 0)
+                return r;
+        if (ret_json) {
+                r = read_full_file(path, RESULT_JSON_MAX, &after, &alen);
+                if (r < 0 || !before || alen != blen || memcmp(before, after, alen) != 0)
+                        return asprintf(ret_error, "%s changed while it was being verified.", path) < 0 ? -ENOMEM :
+                                                                                                     -ESTALE;
+                *ret_json = TAKE_PTR(after);
+                *ret_len = alen;
+        }
+        if (ret_result)
+                *ret_result = TAKE_PTR(result);
+        return 0;
+}
+
+int ctl_result_report(const char *dir, int r, json_object *result, const char *json, size_t len,
+                      const char *error, bool as_json) {
+        if (r == -ESTALE)
+                return ctl_fail_untrusted(CTL_EXIT_ERROR, "%s", error ?: strerror(-r));
+        if (r < 0) {
+                ctl_printf_untrusted("FAILED: %s\n", error ?: strerror(-r));
+                return CTL_EXIT_ERROR;
+        }
+        if (as_json) {
+                /* Byte for byte as signed: json-c wrote every C0 control in it as \u00XX. */
+                fwrite(json, 1, len, stdout);
+                return 0;
+        }
+        printf("OK\n");
+        ctl_result_print(stdout, result, dir);
+        return 0;
 }
 
 /* Verifies dir and, with json, prints result.json byte for byte as verified (read again and compared, so
  * what is printed is what the signature covers). */
 static int verify_and_print(const char *dir, const uint8_t *pk, const char *job_id, const char *input_sha,
                             bool json) {
-        _cleanup_free_ char *path = NULL, *before = NULL, *after = NULL, *err = NULL;
         _cleanup_json_ json_object *result = NULL;
-        size_t blen = 0, alen = 0;
+        _cleanup_free_ char *bytes = NULL, *err = NULL;
+        size_t len = 0;
         int r;
 
-        if (asprintf(&path, "%s/%s", dir, RESULT_JSON_FILE) < 0)
-                return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
-        if (json && read_full_file(path, RESULT_JSON_MAX, &before, &blen) < 0)
-                before = NULL;
-        r = result_verify(dir, pk, job_id, input_sha, &result, &err);
-        if (r < 0) {
-                printf("FAILED: %s\n", err ?: strerror(-r));
-                return CTL_EXIT_ERROR;
-        }
-        if (!json) {
-                printf("OK\n");
-                print_result(result, dir);
-                return 0;
-        }
-        r = read_full_file(path, RESULT_JSON_MAX, &after, &alen);
-        if (r < 0 || !before || alen != blen || memcmp(before, after, alen) != 0)
-                return ctl_fail(CTL_EXIT_ERROR, "%s changed while it was being verified.", path);
-        fwrite(after, 1, alen, stdout);
-        return 0;
+        r = ctl_result_verify(dir, pk, job_id, input_sha, &result, json ? &bytes : NULL, &len, &err);
+        return ctl_result_report(dir, r, result, bytes, len, err, json);
 }
 
 int ctl_verb_result(int argc, char *argv[]) {
@@ -106,10 +136,6 @@ int ctl_verb_result(int argc, char *argv[]) {
         return verify_and_print(dir, pk, id, NULL, json);
 }
 
-int ctl_result_verify_print(const char *dir, const uint8_t *pk, const char *job_id, bool json) {
-        return verify_and_print(dir, pk, job_id, NULL, json);
-}
-
 /* --image-digest: the signed result must name that imported image (result.json's image_digest). Verified
  * here on its own so that nothing is printed as OK before the image is checked too. */
 static int check_image_digest(const char *dir, const uint8_t *pk, const char *job_id, const char *input_sha,
@@ -121,12 +147,13 @@ static int check_image_digest(const char *dir, const uint8_t *pk, const char *jo
 
         r = result_verify(dir, pk, job_id, input_sha, &result, &err);
         if (r < 0) {
-                printf("FAILED: %s\n", err ?: strerror(-r));
+                ctl_printf_untrusted("FAILED: %s\n", err ?: strerror(-r));
                 return CTL_EXIT_ERROR;
         }
         got = json_object_get_string(json_object_object_get(result, "image_digest"));
         if (!got || !streq(got, want)) {
-                printf("FAILED: the job ran on image %s, not %s\n", got ?: "(no imported image)", want);
+                ctl_printf_untrusted("FAILED: the job ran on image %s, not %s\n", got ?: "(no imported image)",
+                                     want);
                 return CTL_EXIT_ERROR;
         }
         return 0;
@@ -243,7 +270,7 @@ int ctl_verb_hash_input(int argc, char *argv[]) {
         if (r >= 0)
                 r = ctl_spec_validate(spec, len, &parsed, &err);
         if (r < 0)
-                return ctl_fail(CTL_EXIT_ERROR, "Refused: %s: %s", argv[optind], err ?: strerror(-r));
+                return ctl_fail_untrusted(CTL_EXIT_ERROR, "Refused: %s: %s", argv[optind], err ?: strerror(-r));
         if (parsed->checkout) {
                 fd = open(parsed->checkout, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                 if (fd < 0)

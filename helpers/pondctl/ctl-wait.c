@@ -92,15 +92,16 @@ void ctl_print_summary(FILE *f, json_object *result, const char *dir) {
         format_exit(ex, exit_buf, sizeof exit_buf);
         if (json_object_is_type(wall, json_type_int))
                 snprintf(wall_buf, sizeof wall_buf, "%.3f s", (double) json_object_get_int64(wall) / 1000.0);
-        fprintf(f, "pond: job %s %s: %s, timed_out %s, oom %s, wall %s\n",
-                json_get_str(result, "job_id") ?: "?", json_get_str(result, "status") ?: "(no status)",
-                exit_buf, json_get_true(ex, "timed_out") ? "yes" : "no",
-                json_get_true(ex, "oom_killed") ? "yes" : "no", wall_buf);
+        /* A refusal's reason quotes the spec, and a signed result is still what a worker wrote. */
+        ctl_fprintf_untrusted(f, "pond: job %s %s: %s, timed_out %s, oom %s, wall %s\n",
+                              json_get_str(result, "job_id") ?: "?", json_get_str(result, "status") ?: "(no status)",
+                              exit_buf, json_get_true(ex, "timed_out") ? "yes" : "no",
+                              json_get_true(ex, "oom_killed") ? "yes" : "no", wall_buf);
         if (reason)
-                fprintf(f, "pond: reason: %s\n", reason);
-        fprintf(f, "pond: output_sha %s, %zu artifact(s), result %s\n",
-                json_get_str(result, "output_sha") ?: "-",
-                json_object_is_type(arts, json_type_array) ? json_object_array_length(arts) : 0, dir);
+                ctl_fprintf_untrusted(f, "pond: reason: %s\n", reason);
+        ctl_fprintf_untrusted(f, "pond: output_sha %s, %zu artifact(s), result %s\n",
+                              json_get_str(result, "output_sha") ?: "-",
+                              json_object_is_type(arts, json_type_array) ? json_object_array_length(arts) : 0, dir);
 }
 
 int ctl_load_public_key(const char *pubkey_file, uint8_t ret_pk[KEY_SIGN_PUBLIC_SIZE]) {
@@ -121,16 +122,17 @@ int ctl_result_dir(const JobPaths *p, const char *job_id, char **ret) {
         return asprintf(ret, "%s/%s", p->results, job_id) < 0 ? -ENOMEM : 0;
 }
 
-/* Verifies the result in dir and maps it to an exit status; says why on stderr when it is not the rc. */
-static int finish(const CtlWait *w, const char *dir) {
-        _cleanup_json_ json_object *result = NULL;
+/* Verifies the result in dir (unless the fetch did: verified) and maps it to an exit status; says why on
+ * stderr when it is not the rc. */
+static int finish(const CtlWait *w, const char *dir, json_object *verified) {
+        _cleanup_json_ json_object *result = json_object_get(verified);
         _cleanup_free_ char *err = NULL;
         const char *why;
         int r, ret;
 
-        r = result_verify(dir, w->pk, w->job_id, NULL, &result, &err);
+        r = result ? 0 : result_verify(dir, w->pk, w->job_id, NULL, &result, &err);
         if (r < 0) {
-                log_error("The result of job %s did not verify: %s", w->job_id, err ?: strerror(-r));
+                ctl_log_error_untrusted("The result of job %s did not verify: %s", w->job_id, err ?: strerror(-r));
                 return CTL_EXIT_UNVERIFIED;
         }
         ret = ctl_exit_status_from_result(result, &why);
@@ -139,7 +141,7 @@ static int finish(const CtlWait *w, const char *dir) {
         if (!w->quiet)
                 ctl_print_summary(stderr, result, dir);
         else if (why && (ret == CTL_EXIT_REFUSED || ret == CTL_EXIT_FAILED))
-                log_error("Job %s %s: %s", w->job_id, json_get_str(result, "status") ?: "failed", why);
+                ctl_log_error_untrusted("Job %s %s: %s", w->job_id, json_get_str(result, "status") ?: "failed", why);
         return ret;
 }
 
@@ -201,7 +203,7 @@ static int on_cancel(CtlWait *w, const char *unit, int n) {
         if (w->fetch && !w->reconnected && ctl_host_bus_open(&w->reconnected) >= 0)
                 w->bus = w->reconnected;
         if (ctl_unit_call(w->bus, "StopUnit", unit, &err) < 0)
-                log_error("Cannot stop %s: %s", unit, err ?: "unknown error");
+                ctl_log_error_untrusted("Cannot stop %s: %s", unit, err ?: "unknown error");
         return 0;
 }
 
@@ -227,8 +229,10 @@ static int report_no_result(const CtlWait *w, const char *unit) {
         drain_log(w);
         (void) ctl_unit_get_state(w->bus, unit, true, &st);
         text = st.status_text && *st.status_text;
-        log_error("%s ended without a result (%s%s%s%s%s).", unit, st.active_state ?: "state unknown",
-                  st.sub_state ? "/" : "", st.sub_state ?: "", text ? ": " : "", text ? st.status_text : "");
+        /* The status text is the supervisor's, and may quote the spec; with -H all of it is the worker's. */
+        ctl_log_error_untrusted("%s ended without a result (%s%s%s%s%s).", unit, st.active_state ?: "state unknown",
+                                st.sub_state ? "/" : "", st.sub_state ?: "", text ? ": " : "",
+                                text ? st.status_text : "");
         return CTL_EXIT_FAILED;
 }
 
@@ -294,8 +298,9 @@ static int wait_loop(CtlWait *w, const char *unit, const char *result_json, bool
 }
 
 int ctl_wait(CtlWait *w) {
-        _cleanup_free_ char *unit = NULL, *dir = NULL, *result_json = NULL;
+        _cleanup_free_ char *unit = NULL, *dir = NULL, *result_json = NULL, *err = NULL;
         _cleanup_(sd_bus_slot_unrefp) sd_bus_slot *slot = NULL;
+        _cleanup_json_ json_object *verified = NULL;
         struct sigaction sa = { .sa_handler = on_cancel_signal }, old_int, old_term;
         bool changed = true, seen_running = false;
         int r;
@@ -321,18 +326,21 @@ int ctl_wait(CtlWait *w) {
                 goto finish;
         drain_log(w);
         if (w->fetch) {
-                r = w->fetch(w, &dir);
+                r = w->fetch(w, &dir, &verified, &err);
                 if (r == -ENOENT && !seen_running)
                         r = ctl_fail(CTL_EXIT_NOT_FOUND, "Job %s has no result on the worker and no running "
                                      "unit: no such job.", w->job_id);
                 else if (r == -ENOENT)
                         r = report_no_result(w, unit);
+                else if (r == -EBADMSG)
+                        r = ctl_fail_untrusted(CTL_EXIT_UNVERIFIED, "The result of job %s did not verify, and "
+                                               "was not kept: %s", w->job_id, err ?: "unknown error");
                 else if (r < 0)
                         r = CTL_EXIT_FAILED;
                 if (r != 0)
                         goto finish;
         }
-        r = finish(w, dir);
+        r = finish(w, dir, verified);
 finish:
         slot = sd_bus_slot_unref(slot);
         w->reconnected = sd_bus_flush_close_unref(w->reconnected);

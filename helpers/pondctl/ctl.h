@@ -6,6 +6,7 @@
 #pragma once
 
 #include <json-c/json.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <systemd/sd-bus.h>
@@ -15,6 +16,7 @@
 #include "basic/paths.h"
 #include "basic/process-util.h"
 #include "basic/unit-name.h"
+#include "ctl-escape.h"
 #include "policy/policy.h"
 #include "policy/spec.h"
 #include "result/output.h"
@@ -159,9 +161,11 @@ struct CtlWait {
         const uint8_t *pk;
         bool quiet;
         json_object **ret_result; /* if not NULL: the verified result, when there is one */
-        /* -H: the result is on the worker. Set: wait until the unit has stopped, then fetch (into a fresh
-         * *ret_dir, or -ENOENT: the worker has no result for the job) and verify here. */
-        int (*fetch)(struct CtlWait *w, char **ret_dir);
+        /* -H: the result is on the worker. Set: wait until the unit has stopped, then fetch and verify it
+         * here: 0 with *ret_dir (where the verified result now is) and *ret_result; -ENOENT: the worker has no
+         * result for the job; -EBADMSG: it did not verify (*ret_error says why) and nothing of it was kept;
+         * other: failed, having said why. */
+        int (*fetch)(struct CtlWait *w, char **ret_dir, json_object **ret_result, char **ret_error);
         void *userdata;
         bool *seen_running; /* ctl_wait()'s own */
         sd_bus *reconnected; /* ctl_wait()'s own: -H, the bus made again after an interrupt */
@@ -191,6 +195,39 @@ typedef struct CtlConsole {
  * child (c->pump) and this returns at once. -ESRCH: the job is not running (not said when c->wait). */
 int ctl_console_session(CtlConsole *c);
 void ctl_console_done(CtlConsole *c);
+/* ctl-result-tar.c: a result directory as a plain tar stream (directories and regular files only). */
+int ctl_result_tar_export(int result_dirfd, int out_fd);
+
+/* What an unpacked stream may hold at most; past any of it the stream is refused. */
+typedef struct CtlTarLimits {
+        uint64_t max_bytes; /* of all files together */
+        uint64_t max_files;
+        uint64_t max_dirs;
+        unsigned max_depth; /* components of a path */
+        size_t max_path;    /* bytes of a path */
+} CtlTarLimits;
+
+/* What one valid result can hold, and a little more (ctl-result-tar.c says how much). */
+extern const CtlTarLimits ctl_tar_limits_result;
+
+/* Unpacks a stream from ctl_result_tar_export() below dest_dirfd (empty), within limits (NULL: a result's):
+ * relative paths without . or .., files and directories only, each created new and never through a
+ * symlink. -EBADMSG with *ret_error naming the entry; dest may be left partly written. */
+int ctl_result_tar_import(int in_fd, int dest_dirfd, const CtlTarLimits *limits, char **ret_error);
+
+/* Checks a tree unpacked at dir before it is put in place (verifies it): 0, or a negative errno with
+ * *ret_error. */
+typedef int (*CtlTarCheck)(const char *dir, void *userdata, char **ret_error);
+
+/* Unpacks a stream as ctl_result_tar_import() does into a new hidden directory in parent (0700), runs check
+ * (if not NULL) on it, and only then renames it to parent/name (*ret_dir, if not NULL). On any failure (the
+ * stream, check, *interrupted set by a signal handler, the rename) the whole temporary tree is removed and
+ * nothing is left in parent. -EEXIST: parent/name exists already (looked at before anything is read).
+ * Returns what failed, with *ret_error. */
+int ctl_result_tar_unpack(int in_fd, const char *parent, const char *name, const CtlTarLimits *limits,
+                          const volatile sig_atomic_t *interrupted, CtlTarCheck check, void *userdata,
+                          char **ret_dir, char **ret_error);
+
 /* ctl-remote.c: -H [USER@]HOST (pondctl(1), "REMOTE WORKERS"). ctl_host() is NULL without -H. */
 bool ctl_host_is_valid(const char *host);
 int ctl_host_set(const char *host);
@@ -203,18 +240,28 @@ int ctl_remote_command_line(char *const *argv, char **ret);
 int ctl_remote_spawn(char *const *argv, int stdin_fd, int stdout_fd, PidRef *ret);
 /* The remote pondctl's exit status; ssh's own failure (255) or a signal: CTL_EXIT_ERROR, logged. */
 int ctl_remote_exit_status(PidRef *p);
-/* Runs the worker's pondctl with argv, in (if not NULL) on its stdin, its stdout to stdout_fd. Returns its
- * exit status. */
-int ctl_remote_run(char *const *argv, const char *in, size_t in_len, int stdout_fd);
-/* `pondctl export ID` on the worker, unpacked into dest (created here, 0700). -ENOENT: the worker has no
- * result for job_id. dest may be left partly written on failure: the caller removes it. */
-int ctl_remote_fetch_result(const char *job_id, const char *dest);
-
-/* ctl-result-tar.c: a result directory as a plain tar stream (directories and regular files only). */
-int ctl_result_tar_export(int result_dirfd, int out_fd);
-/* Unpacks a stream from ctl_result_tar_export() below dest_dirfd (empty): relative paths without . or ..,
- * files and directories only, each created new and never through a symlink. -EBADMSG with *ret_error. */
-int ctl_result_tar_import(int in_fd, int dest_dirfd, char **ret_error);
+/* What of the worker's pondctl's output is escaped on its way here (ctl-escape.h): all of it, but for --json
+ * on stdout (json-c's, for scripts) and the job's own output (logs). */
+typedef enum CtlRemoteEscape {
+        CTL_REMOTE_ESCAPE_STDOUT = 1 << 0,
+        CTL_REMOTE_ESCAPE_STDERR = 1 << 1,
+} CtlRemoteEscape;
+/* Runs the worker's pondctl with argv, in (if not NULL) on its stdin, its stdout to stdout_fd and its stderr
+ * to ours, escaped as asked. Returns its exit status. */
+int ctl_remote_run(char *const *argv, const char *in, size_t in_len, int stdout_fd, CtlRemoteEscape escape);
+/* Feeds in to feed_fd (if >= 0; closed at the end) while relaying from[i] to to[i] (each from[i] < 0: none),
+ * line by line, escaped (ctl-escape.h) but for the newlines ending lines; a line longer than
+ * CTL_RELAY_LINE_MAX goes in pieces. Until every from[i] ended; a to[i] that fails is given up on (what
+ * comes is read and dropped). The from and to fds stay the caller's. */
+#define CTL_RELAY_LINE_MAX 16384
+int ctl_remote_relay(int feed_fd, const char *in, size_t in_len, const int from[2], const int to[2]);
+/* `pondctl export ID` on the worker, unpacked within the limits of a result into a temporary directory in
+ * parent (ctl_result_tar_unpack()); check (verification) sees it once ssh has said the export was whole, and
+ * only if check passes is it renamed to parent/ID (*ret_dir). Nothing is left in parent otherwise, an
+ * interrupt (SIGINT, SIGTERM, SIGHUP) included. Returns 0; check's own error with *ret_error; -ENOENT: the
+ * worker has no result for job_id; -EEXIST: parent/ID exists; another error, having logged why. */
+int ctl_remote_fetch_result(const char *job_id, const char *parent, CtlTarCheck check, void *userdata,
+                            char **ret_dir, char **ret_error);
 
 /* ctl-host.c: the verbs -H gives (run submit status logs wait cancel list result); NULL if not one. */
 typedef int (*CtlVerbFunc)(int argc, char *argv[]);
@@ -223,8 +270,18 @@ CtlVerbFunc ctl_host_verb(const char *name);
  * remote bus, fetches (into INTO/ID, or a temporary directory: into NULL) and verifies the result with pk.
  * Returns the exit status, as run does. */
 int ctl_host_run(const char *id, const char *spec, size_t len, const uint8_t *pk, bool quiet, const char *into);
-/* ctl-verify.c: what `result` prints for a result directory, verified with pk (exit 0, or 1). */
-int ctl_result_verify_print(const char *dir, const uint8_t *pk, const char *job_id, bool json);
+/* ctl-verify.c: result_verify() of dir with pk (job_id, input_sha: NULL or what the result must say); with
+ * ret_json, also the bytes of result.json the signature covers (read before and after, -ESTALE with
+ * *ret_error if they changed). *ret_error says why on failure (NULL for -ENOMEM). */
+int ctl_result_verify(const char *dir, const uint8_t *pk, const char *job_id, const char *input_sha,
+                      json_object **ret_result, char **ret_json, size_t *ret_len, char **ret_error);
+/* What `result` and `verify` print for a result in dir that ctl_result_verify() returned r for: "FAILED:
+ * why" (exit 1), the bytes of result.json (as_json), or "OK" and ctl_result_print(). The exit status. */
+int ctl_result_report(const char *dir, int r, json_object *result, const char *json, size_t len,
+                      const char *error, bool as_json);
+/* The human summary of a verified result: ctl_print_summary(), its fields, usage, one line per artifact;
+ * every string from the result escaped (ctl-escape.h). */
+void ctl_result_print(FILE *f, json_object *result, const char *dir);
 
 /* ctl-submit.c */
 /* Writes spec to STATEDIR/jobs/ID/job.json (a new spool entry; ids are never reused) and starts the unit,
@@ -255,9 +312,9 @@ int ctl_job_info_to_json(const CtlJobInfo *i, json_object **ret);
 void ctl_spool_info(const JobPaths *p, char **ret_profile, uint64_t *ret_usec);
 /* ctl-usage.c: the job's usage read live from its scope (cgroup-usage.c: the result's "usage" keys, and
  * "live": true), NULL when there is no scope; and one line of a usage object, live or signed (status,
- * verify). */
+ * verify): numbers only, whatever else the object holds. */
 json_object *ctl_usage_live(const JobPaths *p);
-void ctl_usage_print(const char *prefix, json_object *usage);
+void ctl_usage_print(FILE *f, const char *prefix, json_object *usage);
 
 /* What `status --json` prints: ctl_job_info_to_json()'s keys plus unit, active_state, sub_state, loaded,
  * status_text (null without a bus: st NULL) and result: null, or {status, exit_status, reason, verified:

@@ -3,7 +3,8 @@
 # test-ctl.sh: pondctl as a script drives it, through real pond-job@ID units: usage and its exit status,
 # `submit -` from stdin (checked as strictly as a file), `wait --json`, `status --json`, `list --json` with
 # its filters, and `logs -f` started right after submit: every line of the live log exactly once, in order,
-# while the job still runs and across the switch to the result's signed copy.
+# while the job still runs and across the switch to the result's signed copy; and `result`/`verify` of a job
+# whose artifacts are named with terminal escapes print none of them.
 . "$(dirname "${BASH_SOURCE[0]}")/pond.sh"
 need_box
 
@@ -94,6 +95,29 @@ t_eq "list --json --since 1h: has the job" True "$(has "$tmp/list.json")"
 pond list --json --since "@$(( $(date +%s) + 86400 ))" >"$tmp/list.json" 2>/dev/null
 t_eq "list --json --since tomorrow: not the job" False "$(has "$tmp/list.json")"
 t_like "list (text): the job's line" "^$id completed untrusted-code-write 0$" "$(pond list --state completed | grep "^$id ")"
+
+# --- result and verify show what a job named its files escaped: one artifact named to erase the line and
+# print "OK", one to set the operator's clipboard (OSC 52). No ESC reaches the terminal; --json stays exact.
+esc=$(new_id ctl-esc)
+src=$(in_box mktemp -d /var/tmp/pond-src.XXXXXX)
+in_box chown 4242:4242 "$src"
+# shellcheck disable=SC2016 # the job's shell expands these
+run_job "$esc" --profile untrusted-code-write --checkout "$src" -- sh -c \
+        'printf x > "/workspace/$(printf "evil\033]52;c;ZWNobyBwd25lZA==\007")" &&
+         printf y > "/workspace/$(printf "\033[2K\rOK")"'
+t_eq "a job naming its files with escapes completes" 0 "$RC" || diag "$OUT"
+pond result "$esc" >"$tmp/result.txt" 2>&1
+t_eq "result of it: verified (exit 0)" 0 "$?"
+t_eq "result: no ESC, BEL or CR in what it prints" 0 "$(tr -cd '\033\007\r' <"$tmp/result.txt" | wc -c)"
+t_like "result: the OSC 52 name, escaped" ' evil\\x1b\]52;c;ZWNobyBwd25lZA==\\x07 ' "$(cat "$tmp/result.txt")"
+t_like "result: the forged OK, escaped" ' \\x1b\[2K\\x0dOK ' "$(cat "$tmp/result.txt")"
+pond verify --pubkey /etc/pond/keys/sign.pub "$POND_STATE/results/$esc" >"$tmp/verify.txt" 2>&1
+t_eq "verify: no ESC, BEL or CR in what it prints" 0 "$(tr -cd '\033\007\r' <"$tmp/verify.txt" | wc -c)"
+pond result --json "$esc" >"$tmp/result.json" 2>/dev/null
+t_eq "result --json: the names exactly, as JSON" "['\\x1b[2K\\rOK', 'evil\\x1b]52;c;ZWNobyBwd25lZA==\\x07']" \
+        "$(json "$tmp/result.json" 'sorted(a["path"] for a in j["artifacts"])')"
+in_box rm -rf "$src"
+t_clean "nothing left after the job with hostile names" "$esc"
 
 # --- logs -f shows the live log while the job runs: the job prints five lines and then waits until it is
 # cancelled, which happens only after logs -f has shown all five. A pondctl that showed the log only once
