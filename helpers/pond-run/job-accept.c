@@ -11,7 +11,6 @@
 #include "basic/log.h"
 #include "basic/string-util.h"
 #include "job.h"
-#include "secrets/keys.h"
 #include "stage/ns-open.h"
 
 static int read_spec(Job *j) {
@@ -85,18 +84,6 @@ static int resolve(Job *j) {
         return landlock_accept(j);
 }
 
-/* The profile's "images" decide, by digest or by any name the image has here (docs/images.md). */
-static int image_allowed(Job *j) {
-        const ResolvedPolicy *res = j->input.resolved;
-        const ImageLayout *l = &j->staging.image;
-        char *const one[] = { res->image, NULL };
-
-        if (policy_image_allowed(res, l->digest, l->digest ? l->names : one))
-                return 0;
-        return job_fail(j, -EPERM, "sandbox.overrides.image: image %s%s%s is not allowed by profile %s",
-                        res->image, l->digest ? " = " : "", l->digest ?: "", res->profile);
-}
-
 /* The checkout is opened once, here, and kept: what is hashed after acceptance is this tree, never the path
  * resolved again. A member's must be their own directory: refused here with the reason, and checked again
  * on the tree staging actually mounts (stage_setup_owned()), since the path may change in between. Root's
@@ -127,7 +114,6 @@ static int checkout_open(Job *j) {
 }
 
 int job_accept(Job *j) {
-        _cleanup_free_ char *err = NULL;
         const ResolvedPolicy *res;
         int r;
 
@@ -139,37 +125,11 @@ int job_accept(Job *j) {
         r = checkout_open(j);
         if (r < 0)
                 return r;
-        r = job_accept_bundle(j, &err);
-        if (r < 0)
-                return job_fail(j, r, "%s", err ?: "bundle: refused");
-        r = job_sidecars_configure(j, &err);
-        if (r < 0)
-                return job_fail(j, r, "%s", err ?: "sidecar configuration: refused");
-        /* The broker gets the worker's sealing key as a credential (a 0400 copy): its source is checked
-         * here, as the signing key's is, so that a key others may read opens no job's credentials. */
-        if (j->sidecars[POND_SIDECAR_BROKER].config && job_check_key_source(KEY_SEAL_SECRET_FILE) < 0)
-                return job_fail(j, -EPERM, "credentials: the worker's sealing key is refused: it must be root's and "
-                                "0600 or stricter (docs/operations.md, \"Keys\")");
-        r = job_home_accept(j, &err);
-        if (r < 0)
-                return job_fail(j, r, "%s", err ?: "home_files: refused");
-        r = job_console_accept(j, &err);
-        if (r < 0)
-                return job_fail(j, r, "%s", err ?: "tty: refused");
-        r = job_resview_accept(j, &err);
-        if (r < 0)
-                return job_fail(j, r, "%s", err ?: "resource_view: refused");
-        /* A directory image is only looked up (nothing is created): a missing one is a refusal. The
-         * embedded image is generated per job, later, in the job's runtime directory. */
-        res = j->input.resolved;
-        if (!streq(res->image, IMAGE_HOST)) {
-                r = image_prepare(res->image, j->paths.images, j->paths.run, &j->staging.image, &err);
-                if (r < 0)
-                        return job_fail(j, r, "%s", err ?: "sandbox.overrides.image: image not available");
-        }
-        r = image_allowed(j);
+        /* Each feature's part of the spec, checked in the table's order (job-features.c). */
+        r = job_features_accept(j);
         if (r < 0)
                 return r;
+        res = j->input.resolved;
         audit_event(&j->audit, POND_EVENT_ACCEPTED, AUDIT_NO_RC, "accepted: profile %s, backend %s, tier %s",
                     res->profile, res->backend, res->tier);
         return 0;

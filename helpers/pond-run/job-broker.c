@@ -15,6 +15,7 @@
 #include "basic/log.h"
 #include "job.h"
 #include "policy/policy-file.h"
+#include "secrets/keys.h"
 #include "sidecar/broker-config.h"
 
 /* The job's own dummy_key, if it sent one, is replaced: the worker picks it. */
@@ -171,4 +172,14 @@ int job_broker_on_changed(sd_bus_message *m, void *userdata, sd_bus_error *error
             (st.exec_main_code == CLD_EXITED && st.exec_main_status == BROKER_EXIT_CEILING))
                 job_cost_ceiling(userdata);
         return 0;
+}
+
+/* The sealing key is the broker's credential (a 0400 copy): its source is checked as the signing key's
+ * is, so that a key others may read opens no job's credentials. */
+int job_broker_accept(Job *j, char **ret_error) {
+        if (!j->sidecars[POND_SIDECAR_BROKER].config || job_check_key_source(KEY_SEAL_SECRET_FILE) >= 0)
+                return 0;
+        *ret_error = strdup("credentials: the worker's sealing key is refused: it must be root's and 0600 or "
+                            "stricter (docs/operations.md, \"Keys\")");
+        return -EPERM;
 }

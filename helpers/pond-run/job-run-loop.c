@@ -209,9 +209,7 @@ static int add_sources(Loop *l) {
                         l->open_streams++;
         }
         if (r >= 0)
-                r = job_runtime_watch(j, e);
-        if (r >= 0)
-                r = job_resview_watch(j, e);
+                r = job_features_watch(j, e);
         if (r >= 0)
                 r = sd_event_add_signal(e, NULL, SIGTERM, on_cancel, l);
         if (r >= 0)

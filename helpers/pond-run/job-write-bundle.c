@@ -84,14 +84,13 @@ int job_write_bundle(Job *j) {
         const char *s;
         int r;
 
-        r = job_home(j);
-        if (r >= 0)
-                r = job_resview_lease(j);
+        /* The features' parts that config.json names (the home, the leased CPUs), then their additions. */
+        r = job_features_bundle(j);
         if (r < 0)
                 return r;
         r = build_config(j, &config);
         if (r >= 0)
-                r = job_resview_apply(j, config);
+                r = job_features_config(j, config);
         if (r < 0)
                 return log_error_errno(r, "Cannot build the OCI config: %m");
         if (mkdir(j->paths.bundle, 0700) < 0 && errno != EEXIST)

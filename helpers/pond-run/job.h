@@ -267,6 +267,30 @@ typedef struct Job {
                    .userns = JOB_USERNS_NULL, .runtime = JOB_RUNTIME_NULL, .console = JOB_CONSOLE_NULL, \
                    .network = JOB_NETWORK_NULL, .outcome = JOB_OUTCOME_NULL, .result = JOB_RESULT_NULL }
 
+/* job-features.c: the features and the phases they hook (job_features[]). Every hook is optional. */
+typedef struct JobFeature {
+        const char *name;
+        /* Acceptance (phase 1): its part of the spec; a refusal with its reason in *ret_error, else refusal. */
+        int (*accept)(Job *j, char **ret_error);
+        const char *refusal;
+        /* The bundle (phase 4): what config.json names, made before it is built; then its additions to it. */
+        int (*bundle)(Job *j);
+        int (*config)(Job *j, json_object *config);
+        /* The run loop (phase 7): its watches on the loop's event loop. */
+        int (*watch)(Job *j, sd_event *e);
+} JobFeature;
+/* Each runs the phase's hooks in the table's order; the first failure ends it (accept: refused with the
+ * feature's reason). */
+int job_features_accept(Job *j);
+int job_features_bundle(Job *j);
+int job_features_config(Job *j, json_object *config);
+int job_features_watch(Job *j, sd_event *e);
+
+/* job-broker.c: the worker's sealing key may be given to the job's broker. */
+int job_broker_accept(Job *j, char **ret_error);
+/*    job-image.c: the image looked up, held, and allowed by the profile. */
+int job_image_accept(Job *j, char **ret_error);
+
 /* job.c: the job's id and paths. */
 int job_init(Job *j, const char *job_id);
 /* job-done.c: frees every part. */
@@ -468,6 +492,7 @@ void job_metrics_record(const Job *j);
 int job_sign(Job *j);
 int job_result_stage(Job *j);
 void job_result_done(JobResult *res);
+/* job-keys.c: the worker's signing key, loaded. */
 int job_load_signing_key(Job *j);
 /* Under a unit, a secret key is a credential (a 0400 copy): its source in the key dir must be root's and
  * not readable by others, or it is refused. */
