@@ -70,7 +70,7 @@ int supervise(const char *job_id) {
         if (r != POND_RUN_EXIT_OK)
                 return r;
         /* Before anything else runs or reads the spec: the supervisor's mount sandbox, or no job. */
-        r = supervisor_sandbox_enter(j.paths.service, &j.bus);
+        r = supervisor_sandbox_enter(j.paths.service, SUPERVISOR_SANDBOX_WAIT_USEC, &j.bus);
         if (r < 0) {
                 job_fail(&j, r, "the supervisors' sandbox (%s) is not available, and no job runs without it "
                          "(systemctl status %s)", SUPERVISOR_SANDBOX_UNIT, SUPERVISOR_SANDBOX_UNIT);
@@ -186,7 +186,7 @@ int supervise_cleanup(const char *job_id) {
                 return log_error_errno(r, "Invalid job id '%s'.", job_id);
         drop_absent_credentials();
         /* Without the sandbox the cleanup still runs: what a job left behind must go in any case. */
-        r = supervisor_sandbox_enter(j.paths.service, &j.bus);
+        r = supervisor_sandbox_enter(j.paths.service, SUPERVISOR_SANDBOX_CLEANUP_WAIT_USEC, &j.bus);
         if (r < 0)
                 log_warning_errno(r, "Cleaning up %s outside the supervisors' sandbox (%s): %m", job_id,
                                   SUPERVISOR_SANDBOX_UNIT);

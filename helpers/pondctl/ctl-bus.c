@@ -2,6 +2,7 @@
 /* ctl-bus.c: pondctl's side of systemd: starting and stopping pond-job@ID.service, reading its state, and
  * being told when it changes (so waiting for the end costs one signal, not a busy poll). */
 #include <string.h>
+#include <time.h>
 
 #include "basic/jobid.h"
 #include "ctl.h"
@@ -22,6 +23,20 @@ int ctl_bus_open(sd_bus **ret) {
                 return r;
         *ret = bus;
         return 0;
+}
+
+bool ctl_bus_error_transient(int r) {
+        /* ENOBUFS: the bus's LimitsExceeded (max_connections_per_user for root, at the connection's Hello). */
+        return r == -ENOBUFS || r == -ETIMEDOUT || r == -ECONNRESET || r == -ECONNREFUSED || r == -ENOTCONN ||
+               r == -EPIPE || r == -EAGAIN;
+}
+
+void ctl_bus_backoff(uint64_t *pause) {
+        uint64_t p = *pause ?: 10ULL * 1000;
+        struct timespec ts = { .tv_sec = p / (1000 * 1000), .tv_nsec = (long) (p % (1000 * 1000)) * 1000 };
+
+        (void) nanosleep(&ts, NULL);
+        *pause = MIN(p * 2, 2ULL * 1000 * 1000);
 }
 
 int ctl_unit_call(sd_bus *bus, const char *method, const char *unit, char **ret_error) {

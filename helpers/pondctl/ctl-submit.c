@@ -115,6 +115,52 @@ static int inbox_create(const JobPaths *paths, const char *job_id, const char *s
         return 0;
 }
 
+static bool result_written(const JobPaths *paths, const char *job_id) {
+        _cleanup_free_ char *f = NULL;
+
+        return asprintf(&f, "%s/%s/%s", paths->results, job_id, RESULT_JSON_FILE) >= 0 && access(f, F_OK) >= 0;
+}
+
+/* The unit started (its start job queued), retrying a bus that refuses or resets the connection within
+ * CTL_BUS_DEADLINE_USEC. A StartUnit that timed out may have been queued all the same: the unit known to
+ * systemd (asked on the same connection, after it) or a result says so; -ETIMEDOUT if neither came by the
+ * deadline. A start systemd refused (an unknown unit, access denied): its error, at once. */
+static int start_unit(sd_bus **bus, const JobPaths *paths, const char *job_id, const char *unit, char **err) {
+        uint64_t deadline = clock_usec(CLOCK_MONOTONIC) + CTL_BUS_DEADLINE_USEC, pause = 0;
+        bool sent = false;
+        int r;
+
+        for (;;) {
+                free(*err);
+                *err = NULL;
+                r = *bus ? 0 : ctl_bus_open(bus);
+                if (r < 0 && asprintf(err, "cannot connect to the system bus: %s", strerror(-r)) < 0)
+                        *err = NULL;
+                if (r >= 0 && sent) {
+                        r = ctl_unit_is_known(*bus, unit);
+                        if (r > 0 || result_written(paths, job_id))
+                                return 0;
+                        if (r == 0)
+                                r = -ETIMEDOUT; /* not yet: the start is still in the queue, or was lost */
+                } else if (r >= 0) {
+                        r = ctl_unit_call(*bus, "StartUnit", unit, err);
+                        if (r >= 0)
+                                return 0;
+                        sent = r == -ETIMEDOUT;
+                }
+                if (!ctl_bus_error_transient(r))
+                        return r;
+                if (clock_usec(CLOCK_MONOTONIC) >= deadline)
+                        return sent ? -ETIMEDOUT : r;
+                log_debug_errno(r, "Starting %s: %m; trying again.", unit);
+                /* A connection refused at its Hello, or reset, is not used again; one whose call timed out
+                 * is kept, so that what is asked next is answered after the start. */
+                if (r != -ETIMEDOUT)
+                        *bus = sd_bus_flush_close_unref(*bus);
+                ctl_bus_backoff(&pause);
+        }
+}
+
 int ctl_submit(sd_bus **bus, const JobPaths *paths, const char *job_id, const char *spec, size_t len) {
         _cleanup_free_ char *unit = NULL, *err = NULL;
         bool inbox = geteuid() != 0;
@@ -127,13 +173,15 @@ int ctl_submit(sd_bus **bus, const JobPaths *paths, const char *job_id, const ch
         r = inbox ? inbox_create(paths, job_id, spec, len) : spool_create(paths, job_id, spec, len);
         if (r != 0)
                 return r;
-        if (!*bus) {
-                r = ctl_bus_open(bus);
-                if (r < 0 && asprintf(&err, "cannot connect to the system bus: %s", strerror(-r)) < 0)
-                        err = NULL;
+        r = start_unit(bus, paths, job_id, unit, &err);
+        if (r == -ETIMEDOUT) {
+                /* The start may still be in systemd's queue: the entry stays, and the job is not reported
+                 * as started or failed. */
+                log_error("Lost sight of %s: the system bus did not confirm its start for %llu s (%s); it may "
+                          "still start (pondctl wait %s).", unit, CTL_BUS_DEADLINE_USEC / (1000 * 1000ULL),
+                          err ?: strerror(ETIMEDOUT), job_id);
+                return CTL_EXIT_LOST;
         }
-        if (*bus)
-                r = ctl_unit_call(*bus, "StartUnit", unit, &err);
         if (r < 0) {
                 log_error("cannot start %s: %s", unit, err ?: strerror(-r));
                 if (inbox)

@@ -243,17 +243,44 @@ static bool remote_interrupted(const CtlWait *w, int handled) {
         return w->fetch && !w->reconnected && cancel_requests > handled;
 }
 
+/* The bus failed (r) while following a local job: a new connection is tried next (not before *retry_at), and
+ * the result is followed meanwhile; CTL_EXIT_LOST once nothing answered for CTL_BUS_DEADLINE_USEC, or the
+ * error's exit status if it cannot pass by itself. 0: keep following. */
+static int bus_lost(CtlWait *w, const char *unit, int r, uint64_t *lost_since, uint64_t *retry_at,
+                    uint64_t *pause) {
+        uint64_t now = clock_usec(CLOCK_MONOTONIC);
+
+        if (!ctl_bus_error_transient(r))
+                return ctl_fail_errno(CTL_EXIT_FAILED, r, "Cannot get the state of %s: %m", unit);
+        if (*lost_since == 0) {
+                *lost_since = now;
+                log_debug_errno(r, "The system bus failed while following %s: %m; following its result.", unit);
+        }
+        if (now - *lost_since >= CTL_BUS_DEADLINE_USEC)
+                return ctl_fail_errno(CTL_EXIT_LOST, r, "Lost sight of job %s: the system bus did not answer for "
+                                      "%llu s (%m) and the job has no result yet; it may still run (pondctl "
+                                      "wait %s).", w->job_id, CTL_BUS_DEADLINE_USEC / (1000 * 1000ULL),
+                                      w->job_id);
+        /* The caller's connection is left to it; ours, made here, is replaced. */
+        w->reconnected = sd_bus_flush_close_unref(w->reconnected);
+        w->bus = ctl_bus_open(&w->reconnected) >= 0 ? w->reconnected : NULL;
+        *pause = MIN(MAX(*pause * 2, 10ULL * 1000), 2ULL * 1000 * 1000);
+        *retry_at = now + *pause;
+        return 0;
+}
+
 /* Returns 0 once the result exists, else the exit status to fail with. The unit may still be tearing the
  * job down: nothing in the result changes after it is renamed into place, and a result written by the
  * cleanup (the supervisor died) is there only once the cleanup has written it. */
 static int wait_loop(CtlWait *w, const char *unit, const char *result_json, bool *changed) {
-        uint64_t last_query = 0;
+        uint64_t last_query = 0, lost_since = 0, retry_at = 0, pause = 0;
         int handled = 0, r;
 
         for (;;) {
                 _cleanup_(ctl_unit_state_done) CtlUnitState st = {};
                 uint64_t now = clock_usec(CLOCK_MONOTONIC);
-                bool due = w->bus && (*changed || now - last_query >= CTL_WAIT_QUERY_USEC);
+                bool due = lost_since > 0 ? now >= retry_at
+                                          : w->bus && (*changed || now - last_query >= CTL_WAIT_QUERY_USEC);
 
                 if (cancel_requests > handled) {
                         r = on_cancel(w, unit, handled++);
@@ -266,20 +293,27 @@ static int wait_loop(CtlWait *w, const char *unit, const char *result_json, bool
                  * unit is still deactivating). */
                 if (due) {
                         *changed = false;
-                        r = ctl_unit_get_state(w->bus, unit, false, &st);
+                        r = w->bus ? ctl_unit_get_state(w->bus, unit, false, &st) : -ENOTCONN;
                         if (r == -EINTR || (r < 0 && remote_interrupted(w, handled)))
                                 continue;
-                        if (r < 0) {
+                        if (r < 0 && w->fetch) {
                                 log_error_errno(r, "Cannot get the state of %s: %m", unit);
                                 return CTL_EXIT_FAILED;
                         }
+                        if (r < 0) {
+                                r = bus_lost(w, unit, r, &lost_since, &retry_at, &pause);
+                                if (r > 0)
+                                        return r;
+                                due = false;
+                        } else
+                                lost_since = pause = 0;
                         last_query = now;
                 }
                 if (due && ctl_unit_state_is_running(&st))
                         *w->seen_running = true;
                 if (!w->fetch && access(result_json, F_OK) >= 0)
                         return 0;
-                if (!w->bus) {
+                if (!w->bus && lost_since == 0) {
                         log_error("Job %s has no result, and without the system bus its unit cannot be "
                                   "watched.", w->job_id);
                         return CTL_EXIT_FAILED;
@@ -290,6 +324,12 @@ static int wait_loop(CtlWait *w, const char *unit, const char *result_json, bool
                 r = tick(w->bus);
                 if (r < 0 && remote_interrupted(w, handled))
                         continue;
+                if (r < 0 && !w->fetch) {
+                        r = bus_lost(w, unit, r, &lost_since, &retry_at, &pause);
+                        if (r > 0)
+                                return r;
+                        continue;
+                }
                 if (r < 0) {
                         log_error_errno(r, "Lost the system bus while waiting for %s: %m", unit);
                         return CTL_EXIT_FAILED;

@@ -32,6 +32,8 @@ enum {
         CTL_EXIT_DISAGREE = 3,     /* quorum: too few results have the same output */
         CTL_EXIT_NOT_FOUND = 4,    /* no such job (as `systemctl status` for no such unit) */
         CTL_EXIT_USAGE = 64,       /* unknown verb or option, missing or extra argument (EX_USAGE) */
+        CTL_EXIT_LOST = 123,       /* run, wait: the system bus was out of reach until pondctl's deadline, and
+                                    * the job has no result yet: it may still run (pondctl wait ID) */
         CTL_EXIT_TIMEOUT = 124,    /* the job ran out of wall clock */
         CTL_EXIT_REFUSED = 125,    /* refused (locally or by the worker), or a usage error of run/wait */
         CTL_EXIT_FAILED = 126,     /* pond failed: status failed, or the unit failed without a result */
@@ -99,6 +101,14 @@ typedef struct CtlUnitState {
 } CtlUnitState;
 
 int ctl_bus_open(sd_bus **ret);
+/* How long run, wait and submit keep trying a system bus that refuses them or does not answer (dbus-daemon's
+ * connections for one uid used up by a burst of jobs, systemd busy starting hundreds of units) before they
+ * say they lost sight of the job (CTL_EXIT_LOST). */
+#define CTL_BUS_DEADLINE_USEC (10ULL * 60 * 1000 * 1000)
+/* Whether a failed bus call may pass by itself (a connection refused or reset, a call that timed out). */
+bool ctl_bus_error_transient(int r);
+/* Sleeps *pause (doubled for the next time, up to 2 s). */
+void ctl_bus_backoff(uint64_t *pause);
 /* StartUnit/StopUnit (method) with mode "replace"; *ret_error says why in words on failure. */
 int ctl_unit_call(sd_bus *bus, const char *method, const char *unit, char **ret_error);
 int ctl_unit_get_state(sd_bus *bus, const char *unit, bool with_status, CtlUnitState *ret);

@@ -5,9 +5,13 @@
  * supervisor and its cleanup, starts in a private copy of it: setns() into the holder's namespace, then
  * unshare(). Built by systemd 252 for each command of each pond-job@ unit, the same namespace cost 40-60 ms
  * of CPU before every job and every cleanup (docs/benchmarks.md). What pond-run mounts stays in its copy,
- * as it stayed in the unit's namespace: the copy is a slave of the holder's, which is one of the host's. */
+ * as it stayed in the unit's namespace: the copy is a slave of the holder's, which is one of the host's.
+ * A sandbox that is starting, restarting or momentarily out of reach (the system bus refusing a connection
+ * while a burst of jobs holds its connections for root, a call timing out while systemd starts hundreds of
+ * units) is waited for, within the caller's bound: only one that cannot run at all refuses the job. */
 #include <fcntl.h>
 #include <sched.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -15,7 +19,9 @@
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <systemd/sd-bus.h>
+#include <systemd/sd-daemon.h>
 #include <systemd/sd-login.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "basic/dirs.h"
@@ -24,6 +30,8 @@
 #include "basic/string-util.h"
 #include "scope/scope.h"
 #include "supervisor/supervisor-sandbox.h"
+
+#define SANDBOX_PAUSE_MAX_USEC (500ULL * 1000)
 
 /* What the sandbox leaves writable (pond-sandbox.service's ReadWritePaths=, its BindPaths=): a holder
  * started before one of them was made, or before one was replaced, has a namespace that no longer matches
@@ -57,25 +65,67 @@ static const char *stale_path(void) {
         return NULL;
 }
 
+/* The unit is running (active), or started here if it is not and nothing is starting it: -EAGAIN while its
+ * start is under way (activating: its namespace may not be built yet, and is not joined), the start's error
+ * if systemd cannot start it (masked, failed: permanent, -EPERM). */
+static int holder_running(sd_bus *bus) {
+        _cleanup_free_ char *state = NULL;
+        UnitStart *s = NULL;
+        int r;
+
+        r = unit_active_state(bus, SUPERVISOR_SANDBOX_UNIT, &state);
+        if (r < 0)
+                return log_debug_errno(r, "Cannot read the state of %s: %m", SUPERVISOR_SANDBOX_UNIT);
+        if (streq(state, "active") || streq(state, "reloading"))
+                return 0;
+        if (!streq(state, "inactive") && !streq(state, "failed"))
+                return log_debug_errno(EAGAIN, "%s is %s: waiting for it.", SUPERVISOR_SANDBOX_UNIT, state);
+        /* Stopped (a restart between its stop and start, an operator's stop): started as pond-job@'s Wants=
+         * would, and waited for. A start systemd refuses (masked, a unit that fails) is not waited for. */
+        log_info("%s is %s: starting it.", SUPERVISOR_SANDBOX_UNIT, state);
+        r = unit_start_begin(bus, SUPERVISOR_SANDBOX_UNIT, &s);
+        if (r < 0)
+                return r;
+        r = unit_start_finish(bus, s);
+        if (r == -EIO)
+                return log_error_errno(EPERM, "%s did not start.", SUPERVISOR_SANDBOX_UNIT);
+        if (r < 0)
+                return r;
+        /* A start that is "done" and left it stopped: a condition of the unit failed. */
+        free(state);
+        state = NULL;
+        r = unit_active_state(bus, SUPERVISOR_SANDBOX_UNIT, &state);
+        if (r < 0)
+                return r;
+        if (streq(state, "inactive") || streq(state, "failed"))
+                return log_error_errno(EPERM, "%s was started and is %s (does a condition of it fail?).",
+                                       SUPERVISOR_SANDBOX_UNIT, state);
+        return streq(state, "active") ? 0 : -EAGAIN;
+}
+
 /* Into the holder's namespace, through a pidfd: the pid is the holder's only while that process lives, which
- * the pidfd pins; then checked to be pond-sandbox.service's. */
+ * the pidfd pins; then checked to be pond-sandbox.service's. -ESRCH: not (or no longer) running, which a
+ * restart under way explains. */
 static int join_holder(sd_bus *bus) {
         _cleanup_free_ char *unit = NULL;
         _cleanup_close_ int pidfd = -EBADF;
         uint32_t pid = 0;
         int r;
 
+        r = holder_running(bus);
+        if (r < 0)
+                return r;
         r = unit_main_pid(bus, SUPERVISOR_SANDBOX_UNIT, &pid);
         if (r < 0)
                 return r;
         if (pid == 0)
-                return log_error_errno(ESRCH, "%s is not running.", SUPERVISOR_SANDBOX_UNIT);
+                return log_debug_errno(ESRCH, "%s is not running.", SUPERVISOR_SANDBOX_UNIT);
         pidfd = (int) syscall(SYS_pidfd_open, (pid_t) pid, 0);
         if (pidfd < 0)
-                return log_error_errno(errno, "Cannot open the process of %s: %m", SUPERVISOR_SANDBOX_UNIT);
+                return log_debug_errno(ESRCH, "Cannot open the process of %s: %m", SUPERVISOR_SANDBOX_UNIT);
         r = sd_pid_get_unit((pid_t) pid, &unit);
         if (r < 0 || !streq(unit, SUPERVISOR_SANDBOX_UNIT) || syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) < 0)
-                return log_error_errno(ESRCH, "Process %u is not %s's.", pid, SUPERVISOR_SANDBOX_UNIT);
+                return log_debug_errno(ESRCH, "Process %u is not %s's.", pid, SUPERVISOR_SANDBOX_UNIT);
         if (setns(pidfd, CLONE_NEWNS) < 0)
                 return log_error_errno(errno, "Cannot join the mount namespace of %s: %m", SUPERVISOR_SANDBOX_UNIT);
         return 0;
@@ -181,25 +231,65 @@ static int enter(sd_bus *bus, int host_ns, int credentials) {
         return private_copy(credentials);
 }
 
-int supervisor_sandbox_enter(const char *service, sd_bus **bus) {
+bool supervisor_sandbox_error_transient(int r) {
+        switch (-r) {
+        case EAGAIN:       /* the unit is starting, or was started here */
+        case ESRCH:        /* its process is gone or not yet there (a restart) */
+        case ENOBUFS:      /* the bus refused: LimitsExceeded, dbus-daemon's max_connections_per_user for root */
+        case ETIMEDOUT:    /* systemd did not answer within sd-bus's call timeout (busy starting units) */
+        case ECONNRESET:
+        case ECONNREFUSED:
+        case ENOTCONN:
+        case EPIPE:
+                return true;
+        default:
+                return false;
+        }
+}
+
+int supervisor_sandbox_enter(const char *service, uint64_t wait_usec, sd_bus **bus) {
         _cleanup_free_ char *unit = NULL;
         _cleanup_close_ int host_ns = -EBADF, credentials = -EBADF;
+        uint64_t start = clock_usec(CLOCK_MONOTONIC), pause = 10ULL * 1000;
+        unsigned tries = 0;
         int r;
 
         /* Run by hand (tests, a demo) there is no unit, and no sandbox either, as before. */
         if (sd_pid_get_unit(0, &unit) < 0 || !streq(unit, service))
                 return 0;
-        if (!*bus) {
-                r = sd_bus_open_system(bus);
-                if (r < 0)
-                        return log_error_errno(r, "Cannot connect to the system bus: %m");
-        }
         host_ns = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
         if (host_ns < 0)
                 return -errno;
         credentials = credentials_clone();
-        r = enter(*bus, host_ns, credentials);
-        if (r < 0 && setns(host_ns, CLONE_NEWNS) < 0)
-                return log_error_errno(errno, "Cannot return to the unit's own mount namespace: %m");
-        return r;
+        for (;;) {
+                r = *bus ? 0 : sd_bus_open_system(bus);
+                if (r >= 0)
+                        r = enter(*bus, host_ns, credentials);
+                if (r >= 0)
+                        break;
+                if (setns(host_ns, CLONE_NEWNS) < 0)
+                        return log_error_errno(errno, "Cannot return to the unit's own mount namespace: %m");
+                if (!supervisor_sandbox_error_transient(r) ||
+                    clock_usec(CLOCK_MONOTONIC) - start + pause >= wait_usec)
+                        return log_error_errno(r, "%s is not available (%u tries in %" PRIu64 " s): %m",
+                                               SUPERVISOR_SANDBOX_UNIT, tries + 1,
+                                               (clock_usec(CLOCK_MONOTONIC) - start) / (1000 * 1000));
+                /* A connection the bus refused (at its Hello) or that timed out is not used again. */
+                if (r != -EAGAIN && r != -ESRCH && r != -ESTALE)
+                        *bus = sd_bus_flush_close_unref(*bus);
+                if (tries++ == 0)
+                        log_info("Waiting for %s: %s.", SUPERVISOR_SANDBOX_UNIT, strerror(-r));
+                /* The start timeout is extended as the admission queue does: the rest of the start-up keeps its
+                 * own time (ignored for the cleanup, which is not the unit's main process). */
+                (void) sd_notifyf(false, "EXTEND_TIMEOUT_USEC=%" PRIu64 "\nSTATUS=waiting for %s", wait_usec,
+                                  SUPERVISOR_SANDBOX_UNIT);
+                (void) nanosleep(&(struct timespec) { .tv_sec = pause / (1000 * 1000),
+                                                      .tv_nsec = (long) (pause % (1000 * 1000)) * 1000 },
+                                 NULL);
+                pause = MIN(pause * 2, SANDBOX_PAUSE_MAX_USEC);
+        }
+        if (tries > 0)
+                log_info("Joined %s after %u tries in %" PRIu64 " ms.", SUPERVISOR_SANDBOX_UNIT, tries + 1,
+                         (clock_usec(CLOCK_MONOTONIC) - start) / 1000);
+        return 0;
 }
