@@ -206,7 +206,7 @@ trap 'resolver_restore; in_box "$POND_SRCDIR/tests/integration/egress-upstream.s
 in_box sh -c "{ [ -e /etc/resolv.conf ] || [ -L /etc/resolv.conf ]; } && cp -a /etc/resolv.conf $UP/resolv.conf.saved
         mv /etc/pond/egress.env $UP/egress.env.aside; rm -f /etc/resolv.conf
         printf 'search corp.example\nnameserver 127.0.0.153\noptions edns0\n' > /etc/resolv.conf"
-in_box systemd-run --quiet --unit "$DNS" -- python3 -c '
+in_box systemd-run --quiet --collect --unit "$DNS" -- python3 -c '
 import socket, struct, sys
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.153", 53))
 while True:
@@ -215,11 +215,10 @@ while True:
     while q[i]:
         labels.append(q[i + 1:i + 1 + q[i]].decode().lower()); i += 1 + q[i]
     name, qtype, end = ".".join(labels), struct.unpack(">H", q[i + 1:i + 3])[0], i + 5
-    open(sys.argv[1], "a").write("%s %d
-" % (name, qtype))
+    open(sys.argv[1], "a").write("%s %d\n" % (name, qtype))
     ans = b""
     if name == "allowed.test" and qtype == 1:
-        ans = b"À" + struct.pack(">HHIH", 1, 1, 60, 4) + socket.inet_aton("198.51.100.2")
+        ans = b"\xc0\x0c" + struct.pack(">HHIH", 1, 1, 60, 4) + socket.inet_aton("198.51.100.2")
     flags = 0x8180 if name == "allowed.test" else 0x8183  # NOERROR (no AAAA: no data), else NXDOMAIN
     s.sendto(q[:2] + struct.pack(">HHHHH", flags, 1, 1 if ans else 0, 0, 0) + q[12:end] + ans, peer)' \
         "$UP/dns.log"
