@@ -192,20 +192,22 @@ t_clean "nothing left after the wildcard probe with a proxy" "$id"
 wild_stop
 
 # --- the worker's own resolver: no POND_EGRESS_RESOLVER (a fresh install has no egress.env), so the proxy asks
-# the nameservers of the box's /etc/resolv.conf; here a stub on a loopback address, as systemd-resolved's
-# 127.0.0.53 (the proxy's unit runs in the host's network namespace), that knows allowed.test alone. Then the
-# control: a resolv.conf without a nameserver, and the job's result says why its proxy did not start.
+# the nameservers of the box's /etc/resolv.conf; laid out as systemd-resolved's (a symlink to a file below
+# /run, which the proxy's sandbox must follow), naming a stub on a loopback address, as resolved's 127.0.0.53
+# (the proxy's unit runs in the host's network namespace), that knows allowed.test alone. Then the control: a
+# resolv.conf without a nameserver, and the job's result says why its proxy did not start.
 DNS=pond-test-dns-$$
 resolver_restore() {
         in_box systemctl stop "$DNS.service" >/dev/null 2>&1 || true
-        in_box sh -c "rm -f /etc/resolv.conf
+        in_box sh -c "rm -f /etc/resolv.conf; rm -rf /run/pond-test-resolve
                 [ -e $UP/resolv.conf.saved ] || [ -L $UP/resolv.conf.saved ] && mv $UP/resolv.conf.saved /etc/resolv.conf
                 [ -e $UP/egress.env.aside ] && mv $UP/egress.env.aside /etc/pond/egress.env; true"
 }
 trap 'resolver_restore; in_box "$POND_SRCDIR/tests/integration/egress-upstream.sh" down "$UP" >/dev/null 2>&1' EXIT
 in_box sh -c "{ [ -e /etc/resolv.conf ] || [ -L /etc/resolv.conf ]; } && cp -a /etc/resolv.conf $UP/resolv.conf.saved
-        mv /etc/pond/egress.env $UP/egress.env.aside; rm -f /etc/resolv.conf
-        printf 'search corp.example\nnameserver 127.0.0.153\noptions edns0\n' > /etc/resolv.conf"
+        mv /etc/pond/egress.env $UP/egress.env.aside; rm -f /etc/resolv.conf; mkdir -p /run/pond-test-resolve
+        printf 'search corp.example\nnameserver 127.0.0.153\noptions edns0\n' > /run/pond-test-resolve/stub-resolv.conf
+        ln -s /run/pond-test-resolve/stub-resolv.conf /etc/resolv.conf"
 in_box systemd-run --quiet --collect --unit "$DNS" -- python3 -c '
 import socket, struct, sys
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.153", 53))
