@@ -7,10 +7,14 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <systemd/sd-daemon.h>
 
+#include "basic/errmsg.h"
 #include "basic/fileio.h"
 #include "basic/log.h"
 #include "basic/signal-util.h"
+#include "basic/string-util.h"
+#include "config.h"
 #include "egress-audit.h"
 #include "egress-proxy-internal.h"
 #include "sidecar/socket-util.h"
@@ -115,54 +119,74 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
         return 0;
 }
 
-static int setup_resolver(EgressProxy *p) {
+static int setup_resolver(EgressProxy *p, char **ret_error) {
         const EgressConfig *c = p->config;
-        _cleanup_free_ char *error = NULL;
+        _cleanup_free_ char *servers = NULL;
         int r;
 
-        if (!!c->hosts_file == !!c->dns_server)
-                return log_debug_errno(EINVAL, "exactly one of hosts_file and dns_server must be set"), -EINVAL;
+        if ((c->hosts_file ? 1 : 0) + (c->dns_server ? 1 : 0) + (c->resolv_conf ? 1 : 0) > 1)
+                return error_set(ret_error, -EINVAL, "at most one of --hosts-file, --dns-server and --resolv-conf");
+        if (c->hosts_file) {
+                r = egress_resolver_new_hosts(p->event, c->hosts_file, &p->resolver, ret_error);
+                if (r < 0 && ret_error && !*ret_error)
+                        error_set(ret_error, r, "cannot read the hosts file %s: %s", c->hosts_file, strerror(-r));
+                return r;
+        }
         if (c->dns_server)
-                return egress_resolver_new_dns(p->event, c->dns_server, &p->resolver);
-        r = egress_resolver_new_hosts(p->event, c->hosts_file, &p->resolver, &error);
-        if (r < 0 && error)
-                log_error("%s", error);
-        return r;
+                return egress_resolver_new_dns(p->event, c->dns_server, &p->resolver, ret_error);
+        /* The worker's own nameservers; the job's reason then says what is missing, and where to set it. */
+        r = egress_resolver_new_system(p->event, c->resolv_conf, &p->resolver, ret_error);
+        if (r < 0 && !c->resolv_conf && ret_error && *ret_error) {
+                char *m = strdupf("%s, and POND_EGRESS_RESOLVER in %s sets neither --dns-server nor --hosts-file",
+                                  *ret_error, POND_CONFDIR "/egress.env");
+                if (m) {
+                        free(*ret_error);
+                        *ret_error = m;
+                }
+        }
+        if (r < 0)
+                return r;
+        if (egress_resolver_servers(p->resolver, &servers) >= 0)
+                log_info("Resolving through the nameservers of %s: %s.", c->resolv_conf ?: EGRESS_RESOLV_CONF,
+                         servers);
+        return 0;
 }
 
 static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         return sd_event_exit(sd_event_source_get_event(s), 0);
 }
 
-static int run_loop(EgressProxy *p) {
+static int run_loop(EgressProxy *p, char **ret_error) {
         const EgressConfig *c = p->config;
         int r;
 
-        r = sigprocmask_many(SIG_BLOCK, NULL, SIGTERM, SIGINT, -1);
-        if (r < 0)
-                return r;
         signal(SIGPIPE, SIG_IGN);
-        r = sd_event_add_signal(p->event, NULL, SIGTERM, on_signal, NULL);
+        r = sigprocmask_many(SIG_BLOCK, NULL, SIGTERM, SIGINT, -1);
+        if (r >= 0)
+                r = sd_event_add_signal(p->event, NULL, SIGTERM, on_signal, NULL);
         if (r >= 0)
                 r = sd_event_add_signal(p->event, NULL, SIGINT, on_signal, NULL);
         if (r >= 0)
                 r = sd_event_add_io(p->event, &p->listen_source, c->listen_fd, EPOLLIN, on_accept, p);
-        if (r >= 0)
-                r = setup_resolver(p);
-        if (r >= 0)
-                r = sd_event_loop(p->event);
-        return r;
+        if (r < 0)
+                return error_set(ret_error, r, "cannot set up the event loop: %s", strerror(-r));
+        /* Before READY=1: a proxy without a resolver does not start, and says why (main.c). */
+        r = setup_resolver(p, ret_error);
+        if (r < 0)
+                return r;
+        (void) sd_notify(false, "READY=1");
+        return sd_event_loop(p->event);
 }
 
-int egress_proxy_run(const EgressConfig *c) {
+int egress_proxy_run(const EgressConfig *c, char **ret_error) {
         EgressProxy p = { .config = c };
         char summary[256];
         int r, k;
 
         r = sd_event_new(&p.event);
         if (r < 0)
-                return r;
-        r = run_loop(&p);
+                return error_set(ret_error, r, "cannot set up the event loop: %s", strerror(-r));
+        r = run_loop(&p, ret_error);
         egress_conn_close_all(&p);
         snprintf(summary, sizeof summary, "%" PRIu64 " connections, %" PRIu64 " allowed, %" PRIu64 " denied, %"
                  PRIu64 " bytes up, %" PRIu64 " bytes down", p.stats.connections, p.stats.allowed,

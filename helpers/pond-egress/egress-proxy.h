@@ -13,8 +13,9 @@ typedef struct EgressConfig {
         const char *job_id;
         int listen_fd;                  /* a listening TCP socket; the proxy does not close it */
         EgressAllow allow;
-        const char *hosts_file;         /* exactly one of hosts_file and dns_server */
-        const char *dns_server;
+        const char *hosts_file;         /* at most one of hosts_file and dns_server; with neither, the */
+        const char *dns_server;         /* nameservers of resolv_conf (NULL: /etc/resolv.conf) */
+        const char *resolv_conf;
         uint16_t ports[EGRESS_PORTS_MAX];
         size_t n_ports;
         bool allow_ip_literals;
@@ -37,8 +38,10 @@ void egress_config_done(EgressConfig *c);
 /* "443,4443": at most EGRESS_PORTS_MAX ports 1..65535. */
 int egress_parse_ports(const char *s, EgressConfig *c);
 
-/* Runs until SIGTERM or SIGINT; then writes the stats file (if configured). 0 or -errno. */
-int egress_proxy_run(const EgressConfig *c);
+/* Sets up the resolver, tells systemd READY=1, runs until SIGTERM or SIGINT; then writes the stats file (if
+ * configured). 0 or -errno; a set-up that failed before READY=1 also with *ret_error, why (a sentence that
+ * names the file or option, for the unit's status text). */
+int egress_proxy_run(const EgressConfig *c, char **ret_error);
 
 /* The stats as JSON text (malloc'd). */
 int egress_stats_format(const char *job_id, const EgressStats *s, char **ret);

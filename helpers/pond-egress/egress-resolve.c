@@ -1,15 +1,26 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* egress-resolve.c: the resolver of pond-egress, driven by the proxy's sd-event loop. Two sources:
- * a hosts file (egress-hosts.c) or exactly one DNS server through c-ares, configured so that nothing of
- * the host's resolver configuration applies: no hosts file, no search domains, no sorting probes. The
- * answer is a list of sockaddrs; the caller classifies each and dials one of them, never a string. */
+/* egress-resolve.c: the resolver of pond-egress, driven by the proxy's sd-event loop. Three sources:
+ * a hosts file (egress-hosts.c), exactly one DNS server, or the worker's own nameservers (those of
+ * /etc/resolv.conf), the last two through c-ares, configured so that nothing else of the host's resolver
+ * configuration applies: no hosts file, no search domains, no sortlist, no sorting probes. The answer is
+ * a list of sockaddrs; the caller classifies each and dials one of them, never a string. */
 #include <ares.h>
+#include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 
+#include "basic/errmsg.h"
+#include "basic/fileio.h"
+#include "basic/string-util.h"
 #include "egress-hosts.h"
 #include "egress-resolve.h"
 
 #define ARES_FDS_MAX 16
+/* As glibc's resolver (MAXNS): the nameservers of resolv.conf past the third are not asked. Three servers,
+ * a UDP and a TCP socket each, fit ARES_FDS_MAX. */
+#define NAMESERVERS_MAX 3
+#define NAMESERVERS_SCAN_MAX 64
+#define RESOLV_CONF_MAX (64 * 1024)
 
 struct EgressResolver {
         sd_event *event;
@@ -130,7 +141,9 @@ static void sock_state_cb(void *data, ares_socket_t fd, int readable, int writab
                 r->fds[free_slot].fd = fd;
 }
 
-int egress_resolver_new_dns(sd_event *e, const char *server, EgressResolver **ret) {
+/* A c-ares channel reading resolv_conf (NULL: c-ares's default, /etc/resolv.conf) for its nameservers and
+ * nothing else of it: every option the file could set that matters here is set by pond. */
+static int resolver_new_ares(sd_event *e, const char *resolv_conf, EgressResolver **ret) {
         _cleanup_(egress_resolver_freep) EgressResolver *r = NULL;
         struct ares_options o = {
                 .flags = ARES_FLAG_NOSEARCH | ARES_FLAG_NOALIASES,
@@ -139,6 +152,8 @@ int egress_resolver_new_dns(sd_event *e, const char *server, EgressResolver **re
                 .timeout = 2000,
                 .tries = 2,
                 .ndomains = 0,
+                .nsort = 0,
+                .resolvconf_path = (char *) resolv_conf,
         };
         int k;
 
@@ -151,17 +166,177 @@ int egress_resolver_new_dns(sd_event *e, const char *server, EgressResolver **re
         r->event = sd_event_ref(e);
         o.sock_state_cb_data = r;
         k = ares_init_options(&r->channel, &o, ARES_OPT_FLAGS | ARES_OPT_LOOKUPS | ARES_OPT_SOCK_STATE_CB |
-                              ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES | ARES_OPT_DOMAINS);
+                              ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES | ARES_OPT_DOMAINS | ARES_OPT_SORTLIST |
+                              (resolv_conf ? ARES_OPT_RESOLVCONF : 0));
         if (k != ARES_SUCCESS)
                 return k == ARES_ENOMEM ? -ENOMEM : -EIO;
         r->dns = true;
-        /* The one server replaces whatever ares_init_options() found in /etc/resolv.conf. */
-        if (ares_set_servers_ports_csv(r->channel, server) != ARES_SUCCESS || strchr(server, ','))
-                return -EINVAL;
         k = sd_event_add_time(e, &r->timer, CLOCK_MONOTONIC, UINT64_MAX, 0, on_timer, r);
         if (k < 0)
                 return k;
         *ret = TAKE_PTR(r);
+        return 0;
+}
+
+int egress_resolver_new_dns(sd_event *e, const char *server, EgressResolver **ret, char **ret_error) {
+        _cleanup_(egress_resolver_freep) EgressResolver *r = NULL;
+        int k;
+
+        k = resolver_new_ares(e, NULL, &r);
+        if (k < 0)
+                return error_set(ret_error, k, "cannot set up c-ares: %s", strerror(-k));
+        /* The one server replaces whatever ares_init_options() found in /etc/resolv.conf. */
+        if (ares_set_servers_ports_csv(r->channel, server) != ARES_SUCCESS || strchr(server, ','))
+                return error_set(ret_error, -EINVAL, "--dns-server '%s' is not one server (ADDR, ADDR:PORT or "
+                                 "[V6]:PORT)", server);
+        *ret = TAKE_PTR(r);
+        return 0;
+}
+
+typedef struct NameServer {
+        int family;
+        union {
+                struct in_addr in;
+                struct in6_addr in6;
+        } addr;
+} NameServer;
+
+/* The addresses on the "nameserver" lines of a resolv.conf(5) text, read as c-ares reads them: the keyword
+ * first on its line ('#' and ';' start a comment), then addresses separated by blanks or commas, those that
+ * inet_pton() takes. Not to configure c-ares (it reads the file itself), but to tell the servers it found
+ * there from its fallback: c-ares that finds no nameserver, or no file, or cannot read it, asks 127.0.0.1
+ * instead, and says nothing. */
+static size_t scan_nameservers(char *text, NameServer *l, size_t max, size_t *ret_lines) {
+        size_t n = 0;
+        char *line;
+
+        *ret_lines = 0;
+        for (char *p = text; (line = strsep(&p, "\n")); ) {
+                char *tok, *save = NULL;
+
+                line[strcspn(line, "#;")] = 0;
+                line += strspn(line, " \t\r\f\v");
+                if (strncmp(line, "nameserver", 10) != 0 || !strchr(" \t", line[10]) || line[10] == 0)
+                        continue;
+                (*ret_lines)++;
+                for (tok = strtok_r(line + 10, " \t\r\f\v,", &save); tok && n < max;
+                     tok = strtok_r(NULL, " \t\r\f\v,", &save)) {
+                        NameServer ns = {};
+
+                        if (inet_pton(AF_INET, tok, &ns.addr.in) == 1)
+                                ns.family = AF_INET;
+                        else if (inet_pton(AF_INET6, tok, &ns.addr.in6) == 1)
+                                ns.family = AF_INET6;
+                        else
+                                continue;
+                        l[n++] = ns;
+                }
+        }
+        return n;
+}
+
+static bool nameserver_listed(const struct ares_addr_port_node *s, const NameServer *l, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (l[i].family == s->family &&
+                    (s->family == AF_INET ? memcmp(&l[i].addr.in, &s->addr.addr4, sizeof l[i].addr.in) :
+                                            memcmp(&l[i].addr.in6, &s->addr.addr6, sizeof l[i].addr.in6)) == 0)
+                        return true;
+        return false;
+}
+
+static int read_resolv_conf(const char *path, NameServer *l, size_t max, size_t *ret_n, char **ret_error) {
+        _cleanup_free_ char *text = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        size_t lines;
+        int k;
+
+        /* Following symlinks: /etc/resolv.conf is often one (to systemd-resolved's, or resolvconf's). */
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0 && errno == ENOENT)
+                return error_set(ret_error, -ENOENT, "no resolver configured: %s does not exist", path);
+        if (fd < 0)
+                return error_set(ret_error, -errno, "cannot read %s: %s", path, strerror(errno));
+        k = read_full_fd(fd, RESOLV_CONF_MAX, &text, NULL);
+        if (k == -EBADFD)
+                return error_set(ret_error, -EINVAL, "cannot read %s: not a regular file", path);
+        if (k < 0)
+                return error_set(ret_error, k, "cannot read %s: %s", path, strerror(-k));
+        *ret_n = scan_nameservers(text, l, max, &lines);
+        if (lines == 0)
+                return error_set(ret_error, -ENOENT, "no resolver configured: %s names no nameserver", path);
+        if (*ret_n == 0)
+                return error_set(ret_error, -ENOENT, "no resolver configured: %s names no nameserver c-ares can "
+                                 "use (an IPv4 or IPv6 address, no port)", path);
+        return 0;
+}
+
+int egress_resolver_new_system(sd_event *e, const char *path, EgressResolver **ret, char **ret_error) {
+        _cleanup_(egress_resolver_freep) EgressResolver *r = NULL;
+        struct ares_addr_port_node *servers = NULL, *last = NULL, *rest = NULL;
+        NameServer listed[NAMESERVERS_SCAN_MAX];
+        size_t n_listed = 0, n = 0;
+        int k;
+
+        path = path ?: EGRESS_RESOLV_CONF;
+        k = read_resolv_conf(path, listed, ELEMENTSOF(listed), &n_listed, ret_error);
+        if (k < 0)
+                return k;
+        k = resolver_new_ares(e, path, &r);
+        if (k < 0)
+                return error_set(ret_error, k, "cannot set up c-ares: %s", strerror(-k));
+        if (ares_get_servers_ports(r->channel, &servers) != ARES_SUCCESS)
+                return error_set(ret_error, -ENOMEM, "cannot list c-ares's servers");
+        for (struct ares_addr_port_node *i = servers; i; last = i, i = i->next, n++) {
+                if (n == NAMESERVERS_MAX) {
+                        rest = i;
+                        last->next = NULL;
+                        break;
+                }
+                /* Each one from the file: never c-ares's silent 127.0.0.1 (nor the file of a moment later). */
+                if (!nameserver_listed(i, listed, n_listed)) {
+                        k = error_set(ret_error, -EINVAL, "no resolver configured: %s names no nameserver c-ares "
+                                      "can use (an IPv4 or IPv6 address, no port)", path);
+                        break;
+                }
+        }
+        if (k >= 0 && rest && ares_set_servers_ports(r->channel, servers) != ARES_SUCCESS)
+                k = error_set(ret_error, -ENOMEM, "cannot set c-ares's servers");
+        if (rest)
+                last->next = rest;
+        ares_free_data(servers);
+        if (k < 0)
+                return k;
+        *ret = TAKE_PTR(r);
+        return 0;
+}
+
+int egress_resolver_servers(EgressResolver *r, char **ret) {
+        struct ares_addr_port_node *servers = NULL;
+        _cleanup_free_ char *text = NULL;
+
+        if (!r->dns)
+                return -EOPNOTSUPP;
+        if (ares_get_servers_ports(r->channel, &servers) != ARES_SUCCESS)
+                return -ENOMEM;
+        for (const struct ares_addr_port_node *i = servers; i; i = i->next) {
+                bool v6 = i->family == AF_INET6;
+                char addr[INET6_ADDRSTRLEN];
+                char *m;
+
+                inet_ntop(i->family, &i->addr, addr, sizeof addr);
+                m = strdupf("%s%s%s%s%s:%d", text ?: "", text ? "," : "", v6 ? "[" : "", addr, v6 ? "]" : "",
+                            i->udp_port ?: 53);
+                if (!m) {
+                        ares_free_data(servers);
+                        return -ENOMEM;
+                }
+                free(text);
+                text = m;
+        }
+        ares_free_data(servers);
+        if (!text)
+                return -ENOENT;
+        *ret = TAKE_PTR(text);
         return 0;
 }
 

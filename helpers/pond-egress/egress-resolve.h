@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* egress-resolve.h: name -> socket addresses for pond-egress, from a hosts file or one DNS server
- * (never the system resolver configuration: the proxy's unit has no network configuration of its own). */
+/* egress-resolve.h: name -> socket addresses for pond-egress, from a hosts file, one DNS server, or the
+ * nameservers of the worker's resolv.conf (never the rest of the system resolver: no NSS, no /etc/hosts, no
+ * search domains). */
 #pragma once
 
 #include <stdint.h>
@@ -10,6 +11,7 @@
 #include "basic/macro.h"
 
 #define EGRESS_RESOLVE_MAX_ADDRS 64
+#define EGRESS_RESOLV_CONF "/etc/resolv.conf"
 
 typedef struct EgressSockaddr {
         struct sockaddr_storage sa;
@@ -32,7 +34,14 @@ typedef void (*EgressResolveCallback)(int r, const EgressSockaddr *addrs, size_t
  * ignored (they could never match the allowlist). */
 int egress_resolver_new_hosts(sd_event *e, const char *path, EgressResolver **ret, char **ret_error);
 /* server: "ADDR", "ADDR:PORT", "[V6]:PORT" (c-ares csv syntax, one server). */
-int egress_resolver_new_dns(sd_event *e, const char *server, EgressResolver **ret);
+int egress_resolver_new_dns(sd_event *e, const char *server, EgressResolver **ret, char **ret_error);
+/* The worker's own nameservers: those of the resolv.conf(5) file path (NULL: EGRESS_RESOLV_CONF), the first
+ * three, as c-ares reads them (numeric addresses, port 53), and nothing else of the file. -ENOENT with
+ * "no resolver configured: PATH does not exist" or "... names no nameserver"; another -errno with "cannot
+ * read PATH: ..."; -EINVAL when c-ares would not ask the nameservers the file names. */
+int egress_resolver_new_system(sd_event *e, const char *path, EgressResolver **ret, char **ret_error);
+/* The servers a DNS resolver asks, "ADDR:PORT,[V6]:PORT" (malloc'd); -EOPNOTSUPP for a hosts file. */
+int egress_resolver_servers(EgressResolver *r, char **ret);
 EgressResolver *egress_resolver_free(EgressResolver *r);
 static inline void egress_resolver_freep(EgressResolver **r) {
         egress_resolver_free(*r);

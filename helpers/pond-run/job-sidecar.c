@@ -149,10 +149,12 @@ int job_sidecars_write(Job *j) {
         return 0;
 }
 
-/* The main process's exit as systemd reports it (org.freedesktop.systemd1.Service). */
+/* The main process's exit as systemd reports it (org.freedesktop.systemd1.Service), and its status text: a
+ * sidecar that does not start says why there (pond-egress: "no resolver configured: ..."), and systemd
+ * sends the failed unit's properties before the end of its start job. */
 static int on_exit_changed(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         JobSidecar *sc = userdata;
-        const char *interface, *name;
+        const char *interface, *name, *text = NULL;
         int32_t code = 0, status = 0;
         int r;
 
@@ -164,6 +166,7 @@ static int on_exit_changed(sd_bus_message *m, void *userdata, sd_bus_error *erro
                 if (r >= 0)
                         r = streq(name, "ExecMainCode") ? sd_bus_message_read(m, "v", "i", &code) :
                             streq(name, "ExecMainStatus") ? sd_bus_message_read(m, "v", "i", &status) :
+                            streq(name, "StatusText") ? sd_bus_message_read(m, "v", "s", &text) :
                             sd_bus_message_skip(m, "v");
                 if (r >= 0)
                         r = sd_bus_message_exit_container(m);
@@ -172,7 +175,20 @@ static int on_exit_changed(sd_bus_message *m, void *userdata, sd_bus_error *erro
                 sc->exit_code = code;
                 sc->exit_status = status;
         }
+        /* At most a line of it: the text goes into the job's result. */
+        if (r >= 0 && text && text[0]) {
+                free(sc->status_text);
+                sc->status_text = strndup(text, MIN(strcspn(text, "\n"), (size_t) 512));
+        }
         return 0;
+}
+
+/* "the egress proxy did not start: its own reason (see the journal of UNIT)", into the job's result. */
+static int fail_not_started(Job *j, PondSidecar s, int r) {
+        const char *why = j->sidecars[s].status_text;
+
+        return job_fail(j, r, "the %s did not start%s%s (see the journal of %s)", sidecar_types[s].what,
+                        why ? ": " : "", why ?: "", j->paths.sidecars[s].unit);
 }
 
 static int watch_exit(Job *j, PondSidecar s) {
@@ -386,8 +402,7 @@ static void on_started(int r, void *userdata) {
 
                 (void) unit_active_state(j->bus, j->paths.sidecars[s].unit, &state);
                 record_death(sc, TAKE_PTR(state));
-                job_fail(j, r, "the %s did not start (see the journal of %s)", sidecar_types[s].what,
-                         j->paths.sidecars[s].unit);
+                fail_not_started(j, s, r);
         }
         log_error_errno(r, "The %s of %s did not start: %m", sidecar_types[s].what, j->paths.id);
         sc->start_failed = true;
@@ -443,7 +458,7 @@ int job_sidecars_wait(Job *j) {
                 }
                 if (r < 0) {
                         log_error_errno(r, "The %s of %s did not start: %m", what, j->paths.id);
-                        return job_fail(j, r, "the %s did not start (see the journal of its unit)", what);
+                        return fail_not_started(j, s, r);
                 }
         }
         for (PondSidecar s = 0; s < _POND_SIDECAR_MAX; s++) {
@@ -531,5 +546,6 @@ void job_sidecar_done(JobSidecar *sc) {
         sd_bus_slot_unref(sc->watch_exit);
         json_object_put(sc->stats);
         free(sc->died_state);
+        free(sc->status_text);
         *sc = (JobSidecar) {};
 }

@@ -121,6 +121,7 @@ typedef struct JobSidecar {
         sd_bus_slot *watch_exit;        /* its main process's exit, from its start on (a failed unit is
                                          * garbage-collected before its properties can be asked) */
         int32_t exit_code, exit_status; /* ExecMainCode (CLD_*), ExecMainStatus; 0: not seen */
+        char *status_text;              /* its last StatusText (sd_notify STATUS=): why it did not start */
         json_object *stats;             /* its totals, read after its stop */
         uint64_t died_usec;             /* when it was seen dead while the payload ran, or 0 */
         char *died_state;               /* the unit's ActiveState then */

@@ -1,14 +1,14 @@
 #!/bin/bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # test-deb.sh: the Debian package as an operator meets it. Built from this tree with `dpkg-buildpackage -us
-# -uc -b` (lintian: nothing but the overridden tags), installed with `apt-get install ./pond_*.deb` into a
-# fresh box of its own (tools/pond-box start --packages: the host's release and package set, a writable
-# /usr, no network), then: the layout (units, tmpfiles.d, sysusers.d, catalog, man pages, policy, keys and
-# their modes), nothing started, `systemd-analyze verify` clean on every unit with man-db there (and a unit
-# naming a missing page is not), a first real job with `pondctl run` to a verified result, and a site
-# policy file in /etc/pond replacing the shipped one of its name. The time of install and first job are
-# reported as diagnostics (docs/operations.md, "Install"). POND_DEB=FILE: install that package instead of
-# building one. Starts its own box: it needs none from POND_BOX.
+# -uc -b` (lintian: nothing but the overridden tags; polkitd among its recommendations), installed with
+# `apt-get install ./pond_*.deb` into a fresh box of its own (tools/pond-box start --packages: the host's
+# release and package set, a writable /usr, no network), then: the layout (units, tmpfiles.d, sysusers.d,
+# catalog, man pages, policy, keys and their modes), nothing started, `systemd-analyze verify` clean on every
+# unit with man-db there (and a unit naming a missing page is not), a first real job with `pondctl run` to a
+# verified result, and a site policy file in /etc/pond replacing the shipped one of its name. The time of
+# install and first job are reported as diagnostics (docs/operations.md, "Install"). POND_DEB=FILE: install
+# that package instead of building one. Starts its own box: it needs none from POND_BOX.
 # shellcheck disable=SC2016 # the commands in single quotes run in the box's sh, with their own arguments
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -17,7 +17,7 @@ for tool in systemd-nspawn dpkg-buildpackage dh lintian; do
         command -v "$tool" >/dev/null || t_skip_all "$tool not installed (tools/install-deps)"
 done
 
-plan 23
+plan 24
 work=$(mktemp -d /var/tmp/pond-test-deb.XXXXXX)
 box=deb-$$
 cleanup() {
@@ -53,6 +53,10 @@ deb=$(find "$work" -maxdepth 1 -name 'pond_*_*.deb' | head -n 1)
 t_ok "lintian: no error or warning beyond the overridden tags" lintian --fail-on error,warning "$deb"
 t_like "lintian reads the package's overrides" "statically-linked-binary" \
         "$(lintian --show-overrides "$deb" 2>&1)"
+# Without polkitd the members of the group pond cannot submit (docs/operations.md, "Who may use pond"): apt
+# installs it with the package unless told not to.
+t_like "the package recommends polkitd, which runs the group pond's rule" "(^|, )polkitd(,|$)" \
+        "$(dpkg-deb -f "$deb" Recommends)"
 
 # --- a fresh box: no pond, no catalog entry of pond's
 t_ok "a fresh box whose dpkg can install packages" \

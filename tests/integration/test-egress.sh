@@ -191,6 +191,62 @@ t_eq "with a proxy: its port reaches pond's proxy, not a host service" "3128 pon
 t_clean "nothing left after the wildcard probe with a proxy" "$id"
 wild_stop
 
+# --- the worker's own resolver: no POND_EGRESS_RESOLVER (a fresh install has no egress.env), so the proxy asks
+# the nameservers of the box's /etc/resolv.conf; laid out as systemd-resolved's (a symlink to a file below
+# /run, which the proxy's sandbox must follow), naming a stub on a loopback address, as resolved's 127.0.0.53
+# (the proxy's unit runs in the host's network namespace), that knows allowed.test alone. Then the control: a
+# resolv.conf without a nameserver, and the job's result says why its proxy did not start.
+DNS=pond-test-dns-$$
+resolver_restore() {
+        in_box systemctl stop "$DNS.service" >/dev/null 2>&1 || true
+        in_box sh -c "rm -f /etc/resolv.conf; rm -rf /run/pond-test-resolve
+                [ -e $UP/resolv.conf.saved ] || [ -L $UP/resolv.conf.saved ] && mv $UP/resolv.conf.saved /etc/resolv.conf
+                [ -e $UP/egress.env.aside ] && mv $UP/egress.env.aside /etc/pond/egress.env; true"
+}
+trap 'resolver_restore; in_box "$POND_SRCDIR/tests/integration/egress-upstream.sh" down "$UP" >/dev/null 2>&1' EXIT
+in_box sh -c "{ [ -e /etc/resolv.conf ] || [ -L /etc/resolv.conf ]; } && cp -a /etc/resolv.conf $UP/resolv.conf.saved
+        mv /etc/pond/egress.env $UP/egress.env.aside; rm -f /etc/resolv.conf; mkdir -p /run/pond-test-resolve
+        printf 'search corp.example\nnameserver 127.0.0.153\noptions edns0\n' > /run/pond-test-resolve/stub-resolv.conf
+        ln -s /run/pond-test-resolve/stub-resolv.conf /etc/resolv.conf"
+in_box systemd-run --quiet --collect --unit "$DNS" -- python3 -c '
+import socket, struct, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.153", 53))
+while True:
+    q, peer = s.recvfrom(512)
+    i, labels = 12, []
+    while q[i]:
+        labels.append(q[i + 1:i + 1 + q[i]].decode().lower()); i += 1 + q[i]
+    name, qtype, end = ".".join(labels), struct.unpack(">H", q[i + 1:i + 3])[0], i + 5
+    open(sys.argv[1], "a").write("%s %d\n" % (name, qtype))
+    ans = b""
+    if name == "allowed.test" and qtype == 1:
+        ans = b"\xc0\x0c" + struct.pack(">HHIH", 1, 1, 60, 4) + socket.inet_aton("198.51.100.2")
+    flags = 0x8180 if name == "allowed.test" else 0x8183  # NOERROR (no AAAA: no data), else NXDOMAIN
+    s.sendto(q[:2] + struct.pack(">HHHHH", flags, 1, 1 if ans else 0, 0, 0) + q[12:end] + ans, peer)' \
+        "$UP/dns.log"
+for _ in $(seq 50); do in_box sh -c "ss -Hlun | grep -q '127.0.0.153:53 '" && break; sleep 0.1; done
+id=$(new_id ownresolver)
+run_job "$id" --profile untrusted-code-write "${ALLOW[@]}" -- curl -sS https://allowed.test/index.html
+t_eq "no resolver in egress.env: allowlist job reaches its host through the box's resolv.conf" \
+        "hello from upstream" "$OUT"
+t_like "... the proxy says which nameservers it asks" \
+        "Resolving through the nameservers of /etc/resolv.conf: 127.0.0.153:53" \
+        "$(in_box journalctl -q -o cat -u "pond-egress@$id.service")"
+t_eq "... and the stub was asked for the name as the job gave it, without the search domain" "allowed.test" \
+        "$(in_box sh -c "cut -d' ' -f1 $UP/dns.log | sort -u")"
+t_clean "nothing left after a job on the worker's resolver" "$id"
+in_box sh -c "printf 'search corp.example\n' > /etc/resolv.conf"
+id=$(new_id noresolver)
+run_job "$id" --profile untrusted-code-write "${ALLOW[@]}" -- curl -sS https://allowed.test/index.html
+t_eq "control: no nameserver anywhere, the job fails with its proxy's reason" "failed the egress proxy did not \
+start: no resolver configured: /etc/resolv.conf names no nameserver, and POND_EGRESS_RESOLVER in \
+/etc/pond/egress.env sets neither --dns-server nor --hosts-file (see the journal of pond-egress@$id.service)" \
+        "$(result_field "$id" 'r["status"] + " " + (r["reason"] or "")')"
+t_eq "... names the sidecar" "egress" "$(result_field "$id" '(r.get("sidecar_died") or {}).get("sidecar")')"
+t_clean "nothing left after a job whose proxy had no resolver" "$id"
+resolver_restore
+trap 'in_box "$POND_SRCDIR/tests/integration/egress-upstream.sh" down "$UP" >/dev/null 2>&1' EXIT
+
 # --- profile none: the host's network
 id=$(new_id open)
 run_job "$id" --profile none -- python3 -c '

@@ -3,17 +3,23 @@
  * 127.0.0.1, an upstream TLS server (openssl s_server) in a second namespace at 198.51.100.2 over veth
  * (a public-looking TEST-NET-2 address that is not the proxy host's own), a hosts file with good and
  * hostile names. Each test sets all of this up afresh (the fixture) in a network namespace of its own.
- * Needs root (namespaces), ip, openssl and curl; otherwise SKIP with the reason. */
+ * Needs root (namespaces), ip, openssl and curl; otherwise SKIP with the reason. Before them, unprivileged:
+ * the worker's own resolver (no --dns-server nor --hosts-file), taken from a resolv.conf the test writes. */
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "basic/fileio.h"
+#include "config.h"
 #include "egress-proxy.h"
+#include "egress-resolve.h"
 #include "sidecar/socket-util.h"
 #include "tests.h"
 
@@ -118,11 +124,19 @@ static void write_text(const char *dir, const char *name, const char *text) {
         }
 }
 
+/* With neither --hosts-file nor --dns-server: the nameservers of /etc/resolv.conf, which the proxy's child
+ * sees as DIR/resolv.conf (bound over it in a mount namespace of its own). */
+#define RESOLVE_SYSTEM ""
+
+/* The proxy in a child: its resolver is the fixture's hosts file (dns_server NULL), the DNS server
+ * dns_server, or (RESOLVE_SYSTEM) the worker's own; a set-up it refuses leaves its reason in DIR/error. */
 static pid_t start_proxy(const char *dir, const char *dns_server, const char *listen) {
         pid_t pid = fork();
 
         if (pid == 0) {
-                static char allow[256], hosts[256], stats[256];
+                static char allow[256], hosts[256], stats[256], resolv[256];
+                _cleanup_free_ char *error = NULL;
+                bool system_resolver = dns_server && !dns_server[0];
                 EgressConfig c;
                 int r;
 
@@ -131,17 +145,86 @@ static pid_t start_proxy(const char *dir, const char *dns_server, const char *li
                 snprintf(allow, sizeof allow, "%s/allow.json", dir);
                 snprintf(hosts, sizeof hosts, "%s/hosts", dir);
                 snprintf(stats, sizeof stats, "%s/stats", dir);
+                snprintf(resolv, sizeof resolv, "%s/resolv.conf", dir);
                 r = egress_allow_load_file(&c.allow, allow, NULL);
                 c.hosts_file = dns_server ? NULL : hosts;
-                c.dns_server = dns_server;
+                c.dns_server = system_resolver ? NULL : dns_server;
                 c.stats_file = dns_server ? NULL : stats;
+                if (system_resolver && (unshare(CLONE_NEWNS) < 0 ||
+                                        mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+                                        mount(resolv, EGRESS_RESOLV_CONF, NULL, MS_BIND, NULL) < 0))
+                        _exit(2);
                 if (r < 0 || egress_parse_ports("443,4443", &c) < 0 || egress_local_addrs_load(&c.local) < 0 ||
                     socket_listen_tcp(listen, &c.listen_fd) < 0)
                         _exit(2);
                 c.idle_timeout_usec = 5 * 1000000ULL;
-                _exit(egress_proxy_run(&c) < 0 ? 3 : 0);
+                r = egress_proxy_run(&c, &error);
+                if (error)
+                        write_text(dir, "error", error);
+                _exit(r < 0 ? 3 : 0);
         }
         return pid;
+}
+
+/* The worker's own resolver from a resolv.conf of the test's: in a directory of its own, removed after. */
+static int system_resolver(const char *text, char **ret_servers, char **ret_error) {
+        _cleanup_(egress_resolver_freep) EgressResolver *r = NULL;
+        _cleanup_(sd_event_unrefp) sd_event *e = NULL;
+        char dir[] = "/tmp/test-egress-resolv.XXXXXX", path[64];
+        int k;
+
+        if (!mkdtemp(dir) || sd_event_new(&e) < 0)
+                return -EIO;
+        snprintf(path, sizeof path, "%s/resolv.conf", dir);
+        if (text)
+                write_text(dir, "resolv.conf", text);
+        k = egress_resolver_new_system(e, path, &r, ret_error);
+        if (k >= 0)
+                k = egress_resolver_servers(r, ret_servers);
+        unlink(path);
+        rmdir(dir);
+        return k;
+}
+
+TEST(system_resolver_takes_the_nameservers_of_resolv_conf) {
+        _cleanup_free_ char *servers = NULL, *error = NULL;
+
+        /* Its nameservers and nothing else of it: comments, search domains, options and sortlist aside. */
+        ASSERT_OK(system_resolver("# written by hand\nsearch corp.example\n  nameserver 192.0.2.53 ; the first\n"
+                                  "options ndots:5 rotate\nnameserver\t2001:db8::53\nsortlist 10.0.0.0/8\n",
+                                  &servers, &error));
+        ASSERT_STREQ("192.0.2.53:53,[2001:db8::53]:53", servers);
+        ASSERT_TRUE(!error);
+        free(servers);
+        servers = NULL;
+        /* A stub resolver on a loopback address (systemd-resolved's): the proxy runs in the host's network
+         * namespace, where it answers; loopback is refused as a destination, not as a nameserver. */
+        ASSERT_OK(system_resolver("nameserver 127.0.0.53\noptions edns0 trust-ad\nsearch .\n", &servers, &error));
+        ASSERT_STREQ("127.0.0.53:53", servers);
+        free(servers);
+        servers = NULL;
+        /* The first three, as glibc's resolver. */
+        ASSERT_OK(system_resolver("nameserver 192.0.2.1\nnameserver 192.0.2.2\nnameserver 192.0.2.3\n"
+                                  "nameserver 192.0.2.4\n", &servers, &error));
+        ASSERT_STREQ("192.0.2.1:53,192.0.2.2:53,192.0.2.3:53", servers);
+}
+
+/* Where c-ares alone would ask 127.0.0.1 and say nothing, the proxy refuses, and says why. */
+TEST(system_resolver_without_a_nameserver_is_refused_with_the_reason) {
+        _cleanup_free_ char *servers = NULL, *error = NULL;
+
+        ASSERT_ERROR(ENOENT, system_resolver("search corp.example\n# nameserver 192.0.2.53\n", &servers, &error));
+        ASSERT_CONTAINS("no resolver configured: /tmp/test-egress-resolv.", error);
+        ASSERT_CONTAINS("/resolv.conf names no nameserver", error);
+        ASSERT_ERROR(ENOENT, system_resolver("", &servers, &error));
+        ASSERT_CONTAINS("names no nameserver", error);
+        ASSERT_ERROR(ENOENT, system_resolver(NULL, &servers, &error));
+        ASSERT_CONTAINS("/resolv.conf does not exist", error);
+        /* c-ares 1.18 skips a nameserver with a port, or one that is not an address. */
+        ASSERT_ERROR(ENOENT, system_resolver("nameserver 192.0.2.53:5353\nnameserver dns.example\n", &servers,
+                                             &error));
+        ASSERT_CONTAINS("names no nameserver c-ares can use", error);
+        ASSERT_TRUE(!servers);
 }
 
 FIXTURE_SETUP(proxy) {
@@ -326,4 +409,62 @@ TEST_F(proxy, dns_server_and_no_lookup_before_allowlist) {
         close(fd);
         ASSERT_TRUE(n > 12 && memmem(buf, (size_t) n, "\x07" "allowed" "\x04" "test", 14));
         close(dns);
+}
+
+/* Neither --dns-server nor --hosts-file (an egress.env without POND_EGRESS_RESOLVER): the proxy resolves
+ * through the nameserver of /etc/resolv.conf, here a stub on 127.0.0.53 as systemd-resolved's (not c-ares's
+ * own fallback, 127.0.0.1), which gets the query for the allowlisted name. */
+TEST_F(proxy, system_resolver_asks_the_nameserver_of_resolv_conf) {
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(53) };
+        struct timeval tv = { .tv_sec = 5 };
+        char buf[512];
+        int dns, fd;
+        ssize_t n;
+
+        dns = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        inet_pton(AF_INET, "127.0.0.53", &sa.sin_addr);
+        ASSERT_EQ(0, bind(dns, (struct sockaddr *) &sa, sizeof sa));
+        setsockopt(dns, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        write_text(self->dir, "resolv.conf", "search corp.example\nnameserver 127.0.0.53\n");
+        self->proxy_dns = start_proxy(self->dir, RESOLVE_SYSTEM, "127.0.0.1:18444");
+        ASSERT_TRUE(self->proxy_dns > 0 && wait_listening("127.0.0.1", 18444));
+
+        fd = tcp_connect("127.0.0.1", 18444);
+        ASSERT_TRUE(write(fd, "CONNECT allowed.test:443 HTTP/1.1\r\n\r\n", 38) == 38);
+        n = recv(dns, buf, sizeof buf, 0);
+        close(fd);
+        /* The name as asked, without the search domain. */
+        ASSERT_TRUE(n > 12 && memmem(buf, (size_t) n, "\x07" "allowed" "\x04" "test" "\x00", 15));
+        close(dns);
+}
+
+/* pid once it has exited (reaped, its status in *status), or 0 if it still runs after 10 s. */
+static pid_t wait_exit(pid_t pid, int *status) {
+        for (int i = 0; i < 100; i++) {
+                pid_t r = waitpid(pid, status, WNOHANG);
+                if (r != 0)
+                        return r;
+                usleep(100 * 1000);
+        }
+        return 0;
+}
+
+/* The control: a resolv.conf without a nameserver. c-ares would ask 127.0.0.1; the proxy does not start,
+ * and its reason names the file and the setting that is missing. */
+TEST_F(proxy, system_resolver_without_nameserver_does_not_start) {
+        _cleanup_free_ char *error = NULL;
+        char path[256];
+        int status;
+
+        write_text(self->dir, "resolv.conf", "search corp.example\n");
+        self->proxy_dns = start_proxy(self->dir, RESOLVE_SYSTEM, "127.0.0.1:18444");
+        ASSERT_TRUE(self->proxy_dns > 0);
+        /* Within 10 s: a proxy that started runs until the teardown kills it. */
+        ASSERT_EQ(self->proxy_dns, wait_exit(self->proxy_dns, &status));
+        self->proxy_dns = -1;
+        ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 3);
+        snprintf(path, sizeof path, "%s/error", self->dir);
+        ASSERT_OK(read_full_file(path, 4096, &error, NULL));
+        ASSERT_STREQ("no resolver configured: " EGRESS_RESOLV_CONF " names no nameserver, and POND_EGRESS_RESOLVER "
+                     "in " POND_CONFDIR "/egress.env sets neither --dns-server nor --hosts-file", error);
 }
