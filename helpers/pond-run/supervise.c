@@ -170,6 +170,22 @@ static bool stopped_by_request(void) {
         return code && status && streq(code, "killed") && (streq(status, "TERM") || streq(status, "INT"));
 }
 
+/* How far a job got, in words, from its spool/phase (job.c; supervise() records them). */
+static const char *phase_words(const char *phase) {
+        static const char *const words[][2] = {
+                { "accepted", "accepted" },
+                { "admission", "waiting for admission" },
+                { "staging", "being staged" },
+                { "running", "running" },
+                { "collecting", "being collected" },
+        };
+
+        for (size_t i = 0; phase && i < ELEMENTSOF(words); i++)
+                if (streq(phase, words[i][0]))
+                        return words[i][1];
+        return "running (its last phase is not known)";
+}
+
 /* The supervisor is gone without a result: a signed "failed" (or "cancelled") one, so the control plane is
  * not left guessing. Nothing of the payload's exit is known: rc and signal stay null. A job no supervisor
  * claimed (spool/phase: job.c) never started: stopped before its supervisor ran, or the supervisor ended
@@ -190,8 +206,7 @@ static void sign_failure(Job *j, const char *restart) {
         if (restart) {
                 j->outcome.failed = true;
                 job_fail(j, 0, "%s while the job was %s: it did not finish", restart,
-                         !claimed ? "waiting for its supervisor (accepted, not yet started)"
-                                  : phase ? phase : "running (its last phase is not known)");
+                         !claimed ? "waiting for its supervisor (accepted, not yet started)" : phase_words(phase));
         } else if (!claimed && (stopped_by_request() || (result && streq(result, "success")))) {
                 j->outcome.cancelled = true;
                 job_fail(j, 0, "cancelled before it started: the job's service was stopped before its supervisor "
@@ -206,8 +221,8 @@ static void sign_failure(Job *j, const char *restart) {
                          "(%s %s)", code ?: "?", status ?: "?");
         } else {
                 j->outcome.failed = true;
-                job_fail(j, 0, "the supervisor exited before the job finished (%s %s, %s; last phase %s)",
-                         code ?: "no exit", status ?: "-", result ?: "?", phase ?: "not known");
+                job_fail(j, 0, "the supervisor exited before the job finished (%s %s, %s) while the job was %s",
+                         code ?: "no exit", status ?: "-", result ?: "?", phase_words(phase));
         }
         audit_event(&j->audit, j->outcome.cancelled ? POND_EVENT_KILLED : POND_EVENT_FAILED, AUDIT_NO_RC, "%s: %s",
                     job_status(j), j->outcome.reason);
