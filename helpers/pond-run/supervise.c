@@ -19,6 +19,7 @@
 #include "basic/strv.h"
 #include "job.h"
 #include "result/result.h"
+#include "scope/scope.h"
 #include "supervise.h"
 #include "supervisor/caps.h"
 #include "supervisor/supervisor-sandbox.h"
@@ -207,7 +208,10 @@ static void sign_failure(Job *j, const char *restart) {
                 j->outcome.failed = true;
                 job_fail(j, 0, "%s while the job was %s: it did not finish", restart,
                          !claimed ? "waiting for its supervisor (accepted, not yet started)" : phase_words(phase));
-        } else if (!claimed && (stopped_by_request() || (result && streq(result, "success")))) {
+        } else if (!claimed && (stopped_by_request() || (result && streq(result, "success")) ||
+                                (j->bus && unit_is_stopping(j->bus, j->paths.service) > 0))) {
+                /* A stop while the unit was starting: systemd says so in the job it runs now, a stop (a
+                 * killed ExecStartPre= or a supervisor not yet running leave SERVICE_RESULT "signal"). */
                 j->outcome.cancelled = true;
                 job_fail(j, 0, "cancelled before it started: the job's service was stopped before its supervisor "
                          "took the job (%s)", result ?: "?");

@@ -137,6 +137,7 @@ in_box rm -f "$POND_STATE/inbox/$r1.json"
 a6=$(new_id acc-rerun)
 pond_as alice run --quiet --job-id "$a6" --backend "$BACKEND" --profile untrusted-code-read \
         --checkout /home/alice/co -- true >/dev/null 2>&1
+wait_gone "$a6" || true
 in_box rm -rf "$POND_STATE/results/$a6"
 spec_as alice "$a6" "echo rerun-ran"
 as alice cp "/home/alice/$a6.json" "$POND_STATE/inbox/$a6.json"
