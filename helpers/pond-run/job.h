@@ -312,6 +312,11 @@ void job_input_done(JobInput *i);
 /*    job-accept-intake.c: the spec as issued and whose it is: root's spool entry, or a member's inbox file
  *    (its owner is the submitter) taken into a new spool entry that only root and the submitter can read. */
 int job_accept_intake(Job *j);
+/* spool/phase (job-phase.c): the claim of a spool entry (-EEXIST: a supervisor took it before), how far the job got
+ * (best effort), and what a restart finds there (-ENOENT: never claimed). */
+int job_phase_claim(Job *j, int spool_fd);
+void job_phase_record(Job *j, const char *phase);
+int job_phase_read(const JobPaths *paths, char **ret_phase);
 /*    The cleanup's view of the same, from the owner record (or root for a spool entry without one). */
 void job_submitter_recall(Job *j);
 /*    Whether the submitter may use the resolved profile (policy/access.json). */

@@ -15,3 +15,7 @@ int supervise(const char *job_id);
 /* `pond-run --cleanup`: whatever the job left behind is removed; a job without a result gets a signed
  * "failed" one. 0 or -errno. */
 int supervise_cleanup(const char *job_id);
+/* `pond-run --reconcile` (pond-reconcile.service, at boot before any job): every job with a spool entry or an
+ * owner record, no result and no unit that runs it ends as `--cleanup` ends it, signed "failed", the reason
+ * naming the restart. 0 or -errno (a job that could not be ended). */
+int supervise_reconcile(void);

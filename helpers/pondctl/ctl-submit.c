@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ctl-submit.c: handing a job to the worker: root writes a new spool entry STATEDIR/jobs/ID/job.json
- * (0700/0600), a member of the group pond a new inbox file STATEDIR/inbox/ID.json (job ids are never reused);
+/* ctl-submit.c: handing a job to the worker: root writes its owner record STATEDIR/owners/ID ("root") and then a
+ * new spool entry STATEDIR/jobs/ID/job.json (0700/0600), a member of the group pond a new inbox file
+ * STATEDIR/inbox/ID.json (job ids are never reused: an id with a result, spool entry or owner record is taken);
  * then `systemctl start pond-job@ID.service` over D-Bus (polkit lets the member start it: units/pond.rules).
  * A submission either starts the unit or leaves nothing behind. */
 #include <fcntl.h>
@@ -9,6 +10,7 @@
 
 #include "basic/fileio.h"
 #include "basic/log.h"
+#include "basic/owner.h"
 #include "ctl.h"
 #include "result/result.h"
 
@@ -39,6 +41,17 @@ static void spool_remove(const char *spool, const char *job_id) {
                 log_warning_errno(r, "Could not remove the spool entry %s: %m", spool);
 }
 
+/* The spool entry and the owner record go together: the record first (it takes the id, whole or not at all),
+ * so that no spool entry of root's is ever without one, and the polkit rule never asks anything else. */
+static void spool_abandon(const JobPaths *paths, const char *job_id) {
+        int r;
+
+        spool_remove(paths->spool, job_id);
+        r = owner_record_remove(paths);
+        if (r < 0)
+                log_warning_errno(r, "Could not remove the owner record %s: %m", paths->owner);
+}
+
 static int spool_create(const JobPaths *paths, const char *job_id, const char *spec, size_t len) {
         _cleanup_free_ char *parent = NULL, *result = NULL;
         _cleanup_close_ int fd = -EBADF;
@@ -58,20 +71,32 @@ static int spool_create(const JobPaths *paths, const char *job_id, const char *s
                 log_error_errno(r, "Cannot create %s: %m", parent);
                 return CTL_EXIT_FAILED;
         }
+        r = owner_record_create(paths, OWNER_ROOT);
+        if (r == -EEXIST) {
+                log_error("Job id %s was already used: %s exists. Job ids are never reused.", job_id, paths->owner);
+                return CTL_EXIT_REFUSED;
+        }
+        if (r < 0) {
+                log_error_errno(r, "Cannot create the owner record %s: %m", paths->owner);
+                return CTL_EXIT_FAILED;
+        }
         if (mkdir(paths->spool, 0700) < 0) {
-                if (errno == EEXIST) {
+                int k = errno;
+
+                (void) owner_record_remove(paths);
+                if (k == EEXIST) {
                         log_error("Job id %s was already used: %s exists. Job ids are never reused.", job_id,
                                   paths->spool);
                         return CTL_EXIT_REFUSED;
                 }
-                log_error_errno(errno, "Cannot create %s: %m", paths->spool);
+                log_error_errno(k, "Cannot create %s: %m", paths->spool);
                 return CTL_EXIT_FAILED;
         }
         fd = open(paths->spool, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
         r = fd < 0 ? -errno : write_file_atomic_at(fd, "job.json", spec, len, 0600);
         if (r < 0) {
                 log_error_errno(r, "Cannot write %s/job.json: %m", paths->spool);
-                spool_remove(paths->spool, job_id);
+                spool_abandon(paths, job_id);
                 return CTL_EXIT_FAILED;
         }
         return 0;
@@ -88,7 +113,7 @@ static int inbox_create(const JobPaths *paths, const char *job_id, const char *s
                 log_oom();
                 return CTL_EXIT_FAILED;
         }
-        if (access(result, F_OK) >= 0 || access(paths->spool, F_OK) >= 0) {
+        if (access(result, F_OK) >= 0 || access(paths->spool, F_OK) >= 0 || access(paths->owner, F_OK) >= 0) {
                 log_error("Job id %s was already used. Job ids are never reused.", job_id);
                 return CTL_EXIT_REFUSED;
         }
@@ -187,7 +212,7 @@ int ctl_submit(sd_bus **bus, const JobPaths *paths, const char *job_id, const ch
                 if (inbox)
                         (void) unlink(paths->inbox);
                 else
-                        spool_remove(paths->spool, job_id);
+                        spool_abandon(paths, job_id);
                 return CTL_EXIT_FAILED;
         }
         return 0;

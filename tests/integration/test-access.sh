@@ -7,7 +7,9 @@
 # mallory (not in the group) is refused at submit and cannot start a job unit; alice cannot start other
 # units, restart her own job or create transient units (root can start the same unit: the control), may
 # not use profile none or a checkout that is not hers, and cannot pass off a second name of an inbox file as
-# a submission. A world-readable or non-root signing key stops every job with the reason in the journal
+# a submission. A member's job left without a result is never run again, least of all as root's; a member
+# cannot stop root's job while its unit is still activating; a job stopped before its supervisor ran is
+# signed as cancelled before it started. A world-readable or non-root signing key stops every job with the reason in the journal
 # (a restored key runs the same job: the control).
 . "$(dirname "${BASH_SOURCE[0]}")/pond.sh"
 need_box
@@ -18,7 +20,8 @@ TARGET=pond-test-access-target.service
 restore() {
         # shellcheck disable=SC2016 # expanded by the box's sh
         in_box sh -c 'chown root:root "$1" "$3" && chmod 0600 "$1" "$3"; rm -f "/etc/systemd/system/$2";
-                systemctl daemon-reload' sh "$KEY" "$TARGET" /etc/pond/keys/seal.key
+                rm -rf /etc/systemd/system/pond-job@*.service.d; systemctl daemon-reload' sh "$KEY" "$TARGET" \
+                /etc/pond/keys/seal.key
 }
 trap 'rc=$?; restore; (exit "$rc"); _t_atexit' EXIT
 
@@ -127,6 +130,72 @@ t_ok "control: root cancels its own job" pond cancel "$r1"
 wait_gone "$r1" || true
 in_box rm -f "$POND_STATE/inbox/$r1.json"
 
+# --- a member's job that ended without a result (pruned from results/, or never written: a crash, a full
+# disk): a new inbox file of hers under its id gives her nothing. Its unit is not hers to start (the id is
+# taken), and when it is started (root, a scheduler) the old spool entry is never run again, least of all as
+# root's: the job ends signed, failed, hers.
+a6=$(new_id acc-rerun)
+pond_as alice run --quiet --job-id "$a6" --backend "$BACKEND" --profile untrusted-code-read \
+        --checkout /home/alice/co -- true >/dev/null 2>&1
+wait_gone "$a6" || true
+in_box rm -rf "$POND_STATE/results/$a6"
+spec_as alice "$a6" "echo rerun-ran"
+as alice cp "/home/alice/$a6.json" "$POND_STATE/inbox/$a6.json"
+t_fail "alice cannot start her old job's unit again (its id is taken)" as alice systemctl start "pond-job@$a6.service"
+in_box systemctl start "pond-job@$a6.service" >/dev/null 2>&1
+wait_gone "$a6" || true
+t_like "started again by root, the old job is not run: failed, accepted before" "^failed: .*accepted before" \
+        "$(result_field "$a6" 'r["status"] + ": " + r["reason"]')"
+t_eq "the result names alice, never root" alice "$(result_field "$a6" 'r["submitter"]["user"]')"
+t_fail "the new spec under the old id never ran" in_box grep -qr rerun-ran "$POND_STATE/jobs/$a6/log"
+OUT=$(in_box systemctl start "pond-job@$a6.service" 2>&1)
+t_like "a later start is refused: the job has ended" "has ended" \
+        "$(in_box journalctl -q -u "pond-job@$a6.service" -o cat | tail -n 20)"
+
+# --- the activation window: a root job whose unit is starting (made 5 s long here: ExecStartPre= sleeps in a
+# drop-in of that one unit) has its owner record from its submission on, so a member's inbox file under its
+# id lets her stop nothing; a member's own job stopped in that window is signed as cancelled before it
+# started, hers.
+slow() { # ID: the drop-in
+        # shellcheck disable=SC2016 # expanded by the box's sh
+        in_box sh -c 'mkdir -p "/etc/systemd/system/pond-job@$1.service.d" &&
+                printf "[Service]\nExecStartPre=/bin/sleep 5\n" >"/etc/systemd/system/pond-job@$1.service.d/slow.conf" &&
+                systemctl daemon-reload' sh "$1"
+}
+r2=$(new_id acc-window)
+slow "$r2"
+# shellcheck disable=SC2016 # expanded by the box's sh
+in_box sh -c 'printf "{\"job_id\":\"%s\",\"tenant\":\"local\",\"command\":[\"true\"],
+\"sandbox\":{\"profile\":\"untrusted-code-read\",\"backend\":\"%s\"}}\n" "$1" "$2" >"/root/$1.json"' sh "$r2" "$BACKEND"
+pond submit "/root/$r2.json" >/dev/null 2>&1 &
+for _ in $(seq 100); do
+        [ "$(in_box systemctl show -P ActiveState "pond-job@$r2.service")" = activating ] && break
+        sleep 0.05
+done
+t_eq "root's job is activating (its supervisor not yet run)" activating \
+        "$(in_box systemctl show -P ActiveState "pond-job@$r2.service")"
+# shellcheck disable=SC2016 # expanded by the box's sh
+as bob sh -c 'echo "{}" >"$1"' sh "$POND_STATE/inbox/$r2.json"
+t_fail "bob cannot stop root's activating job with an inbox file under its id" \
+        as bob systemctl stop "pond-job@$r2.service"
+wait
+wait_gone "$r2" || true
+t_eq "root's job ran to its end, root's" "completed root" "$(result_field "$r2" 'r["status"] + " " + r["submitter"]["user"]')"
+a7=$(new_id acc-window)
+slow "$a7"
+spec_as alice "$a7" "true"
+pond_as alice submit "/home/alice/$a7.json" >/dev/null 2>&1 &
+for _ in $(seq 100); do
+        [ "$(in_box systemctl show -P ActiveState "pond-job@$a7.service")" = activating ] && break
+        sleep 0.05
+done
+t_ok "alice stops her own job in that window" as alice systemctl stop "pond-job@$a7.service"
+wait
+wait_gone "$a7" || true
+t_like "her job is signed as cancelled before it started, hers" "^cancelled alice: cancelled before it started" \
+        "$(result_field "$a7" 'r["status"] + " " + r["submitter"]["user"] + ": " + r["reason"]')"
+in_box sh -c 'rm -rf /etc/systemd/system/pond-job@*.service.d && systemctl daemon-reload'
+
 # --- mallory, not in the group: refused at submit, and no job unit for her
 m1=$(new_id acc-m)
 OUT=$(pond_as mallory run --quiet --job-id "$m1" --backend "$BACKEND" --profile untrusted-code-read \
@@ -209,5 +278,5 @@ t_ok "control: with the key root's and 0600 again, a job completes" \
 t_eq "the key directory and public key are world-readable, the secret is not" "755 644 600" \
         "$(in_box stat -c %a /etc/pond/keys /etc/pond/keys/sign.pub "$KEY" | tr '\n' ' ' | sed 's/ $//')"
 
-for id in "$a1" "$a2" "$b1" "$a3" "$a4" "$r1"; do t_clean "nothing of $id is left" "$id"; done
+for id in "$a1" "$a2" "$b1" "$a3" "$a4" "$r1" "$a6" "$r2" "$a7"; do t_clean "nothing of $id is left" "$id"; done
 done_testing

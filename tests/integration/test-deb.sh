@@ -97,9 +97,13 @@ t_ok "journalctl --list-catalog has pond's entries" \
 t_eq "nothing of pond runs after the install" "" \
         "$(bx systemctl list-units --no-legend --plain --state=active 'pond*')"
 
+t_eq "pond-reconcile.service is enabled (it runs at each boot, before any job)" enabled \
+        "$(bx systemctl is-enabled pond-reconcile.service)"
+
 # --- systemd-analyze verify on every unit (Documentation=man: resolved by man-db), and a control unit naming a
 # page that does not exist, which verify must report
-findings=$(bx sh -c 'for u in pond-job@v.service pond-sandbox.service pond-egress@v.service pond-broker@v.service pond.slice; do
+findings=$(bx sh -c 'for u in pond-job@v.service pond-sandbox.service pond-reconcile.service pond-egress@v.service \
+                pond-broker@v.service pond.slice; do
         systemd-analyze verify "$u" 2>&1 | sed "s/^/$u: /"; done')
 t_eq "systemd-analyze verify: clean on every unit" "" "$findings"
 t_like "control: verify reports a Documentation= page that is not installed" "pond-no-such-page" \

@@ -286,6 +286,8 @@ static int write_prom(int dfd, const char *text) {
                 r = -errno;
         if (r < 0)
                 (void) unlinkat(dfd, tmp, 0);
+        else
+                (void) fsync(dfd); /* the rename itself survives a power cut */
         return r;
 }
 

@@ -356,6 +356,30 @@ int unit_is_stopping(sd_bus *bus, const char *unit) {
         return streq(type, "stop");
 }
 
+int unit_is_idle(sd_bus *bus, const char *unit) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_free_ char *state = NULL, *object = unit_object(unit);
+        const char *job_path;
+        uint32_t job_id;
+        int r;
+
+        if (!object)
+                return -ENOMEM;
+        r = unit_get_string(bus, unit, "org.freedesktop.systemd1.Unit", "ActiveState", &state);
+        if (r < 0)
+                return r;
+        if (!streq(state, "inactive") && !streq(state, "failed"))
+                return 0;
+        r = sd_bus_get_property(bus, SD_DESTINATION, object, "org.freedesktop.systemd1.Unit", "Job", &error, &reply,
+                                "(uo)");
+        if (r >= 0)
+                r = sd_bus_message_read(reply, "(uo)", &job_id, &job_path);
+        if (r < 0)
+                return r;
+        return job_id == 0;
+}
+
 int unit_stop_begin(sd_bus *bus, const char *unit) {
         int r = manager_call(bus, "StopUnit", "ss", unit, "replace");
 

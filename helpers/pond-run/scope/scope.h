@@ -61,6 +61,8 @@ int unit_stop_begin(sd_bus *bus, const char *unit);
 int unit_is_stopping(sd_bus *bus, const char *unit);
 /* The unit's ActiveState ("active", "failed", ...). */
 int unit_active_state(sd_bus *bus, const char *unit, char **ret);
+/* 1 if the unit is inactive or failed with no job queued (nothing runs it, nothing is about to), else 0. */
+int unit_is_idle(sd_bus *bus, const char *unit);
 
 /* A service's main process (the MainPID property; 0 when it runs none). */
 int unit_main_pid(sd_bus *bus, const char *unit, uint32_t *ret);

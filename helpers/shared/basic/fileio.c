@@ -232,6 +232,28 @@ int write_file_atomic_at(int dirfd, const char *name, const void *buf, size_t le
         return 0;
 }
 
+int write_file_new_at(int dirfd, const char *name, const void *buf, size_t len, mode_t mode) {
+        char proc[64];
+        _cleanup_close_ int fd = -EBADF;
+        int r;
+
+        fd = openat(dirfd, ".", O_WRONLY | O_TMPFILE | O_CLOEXEC, mode);
+        if (fd < 0)
+                return -errno;
+        r = fchmod(fd, mode) < 0 ? -errno : write_all(fd, buf, len);
+        if (r >= 0 && fsync(fd) < 0)
+                r = -errno;
+        if (r < 0)
+                return r;
+        /* linkat() of the fd itself (AT_EMPTY_PATH) would need CAP_DAC_READ_SEARCH; through /proc it does not.
+         * It fails with EEXIST where the name exists: the one creator wins. */
+        snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+        if (linkat(AT_FDCWD, proc, dirfd, name, AT_SYMLINK_FOLLOW) < 0)
+                return -errno;
+        (void) fsync(dirfd);
+        return 0;
+}
+
 int opendir_fd(int dirfd, DIR **ret) {
         int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         DIR *d;

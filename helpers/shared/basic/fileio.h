@@ -18,6 +18,9 @@ static inline int read_full_file(const char *path, size_t max, char **ret, size_
 
 /* tmp + fsync + rename + fsync(dir): readers see the old content or the new, never half. */
 int write_file_atomic_at(int dirfd, const char *name, const void *buf, size_t len, mode_t mode);
+/* Creates name in dirfd whole or not at all, and never over an existing one (-EEXIST): an unnamed file
+ * (O_TMPFILE) written, fsync'ed and linked in, then the directory fsync'ed. Nothing is left by a crash. */
+int write_file_new_at(int dirfd, const char *name, const void *buf, size_t len, mode_t mode);
 
 int write_all(int fd, const void *buf, size_t len);
 /* Reads until nbytes are read or EOF (retrying EINTR): fewer than nbytes only at EOF. Returns the byte count
