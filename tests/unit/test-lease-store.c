@@ -64,8 +64,10 @@ TEST_F(store, open_creates_only_when_asked) {
 
         ASSERT_ERROR(ENOENT, lease_store_open(self->leases, 0, &s));
         ASSERT_ERROR(ENOENT, lease_store_open(self->leases, LEASE_STORE_SHARED, &s));
-        ASSERT_EQ(-EBADF, s.dfd); /* untouched on failure */
-        ASSERT_OK(lease_store_open(self->leases, LEASE_STORE_CREATE, &s));
+        ASSERT_EQ(0, lease_store_open(self->leases, LEASE_STORE_MISSING_OK, &s)); /* no store, no error */
+        ASSERT_EQ(-EBADF, s.dfd); /* untouched */
+        ASSERT_EQ(-1, entries(self->leases));
+        ASSERT_EQ(1, lease_store_open(self->leases, LEASE_STORE_CREATE, &s));
         ASSERT_EQ(0, stat(self->leases, &st));
         ASSERT_EQ(0700, st.st_mode & 07777);
         lease_store_close(&s);
@@ -274,6 +276,16 @@ TEST_F(store, release_only_what_is_proven_stale) {
         ASSERT_EQ(2, entries(self->leases));
         ASSERT_OK(lease_store_release(&s, "live", 0, NULL, NULL)); /* no predicate: the holder gives it back */
         ASSERT_EQ(1, entries(self->leases));
+        /* in one call, which takes the lock itself */
+        lease_store_close(&s);
+        ASSERT_ERROR(EIO, lease_release(self->leases, "unsure", 16, holder_gone, &calls));
+        ASSERT_OK(lease_store_open(self->leases, 0, &s));
+        ASSERT_OK(lease_store_write(&s, "unsure", "gone"));
+        lease_store_close(&s);
+        ASSERT_OK(lease_release(self->leases, "unsure", 16, holder_gone, &calls));
+        ASSERT_EQ(0, entries(self->leases));
+        ASSERT_OK(lease_release(self->leases, "unsure", 16, holder_gone, &calls));
+        ASSERT_OK(lease_release("/tmp/test-lease-store-does-not-exist/leases", "x", 0, NULL, NULL));
 }
 
 TEST_F(store, sweep_removes_the_stale_of_its_prefix) {

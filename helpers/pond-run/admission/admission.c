@@ -308,9 +308,9 @@ int admission_release(const char *dir, const char *job_id) {
         _cleanup_free_ char *lease = NULL, *queued = NULL;
         int r;
 
-        r = lease_store_open(dir, 0, &store);
-        if (r < 0)
-                return r == -ENOENT ? 0 : r;
+        r = lease_store_open(dir, LEASE_STORE_MISSING_OK, &store);
+        if (r <= 0)
+                return r;
         if (asprintf(&lease, LEASE_PREFIX "%s", job_id) < 0)
                 return -ENOMEM;
         r = lease_store_release(&store, lease, 0, NULL, NULL);

@@ -90,9 +90,9 @@ int net_lease_release(const char *lease_dir, const char *job_id) {
         unsigned idx;
         int r;
 
-        r = lease_store_open(lease_dir, 0, &s);
-        if (r < 0)
-                return r == -ENOENT ? 0 : r;
+        r = lease_store_open(lease_dir, LEASE_STORE_MISSING_OK, &s);
+        if (r <= 0)
+                return r;
         snprintf(byjob, sizeof byjob, "job-%s", job_id);
         if (lease_store_read(&s, byjob, 32, &index) < 0)
                 return 0; /* no lease (never taken, or released already) */
@@ -116,17 +116,12 @@ static int claim_file(const char *name, char ret[static NET_NAME_CLAIM_MAX]) {
         return 0;
 }
 
-/* The store of name's claim file, locked; 0 and no store if it does not exist and need not be made. */
+/* The store of name's claim file, locked (1); 0 and no store if it does not exist and need not be made. */
 static int claim_open(const char *lease_dir, const char *name, LeaseStoreFlags flags, LeaseStore *ret_store,
                       char ret_file[static NET_NAME_CLAIM_MAX]) {
         int r = claim_file(name, ret_file);
 
-        if (r < 0)
-                return r;
-        r = lease_store_open(lease_dir, flags, ret_store);
-        if (r == -ENOENT && !(flags & LEASE_STORE_CREATE))
-                return 0;
-        return r < 0 ? r : 1;
+        return r < 0 ? r : lease_store_open(lease_dir, flags, ret_store);
 }
 
 /* 1: job_id holds the claim file; 0: nobody does, or another job. */
@@ -164,7 +159,7 @@ int net_name_claimed(const char *lease_dir, const char *name, const char *job_id
         char file[NET_NAME_CLAIM_MAX];
         int r;
 
-        r = claim_open(lease_dir, name, LEASE_STORE_SHARED, &s, file);
+        r = claim_open(lease_dir, name, LEASE_STORE_SHARED | LEASE_STORE_MISSING_OK, &s, file);
         if (r <= 0)
                 return r;
         return claim_held(&s, file, job_id);
@@ -175,7 +170,7 @@ int net_name_release(const char *lease_dir, const char *name, const char *job_id
         char file[NET_NAME_CLAIM_MAX];
         int r;
 
-        r = claim_open(lease_dir, name, 0, &s, file);
+        r = claim_open(lease_dir, name, LEASE_STORE_MISSING_OK, &s, file);
         if (r <= 0)
                 return r;
         r = claim_held(&s, file, job_id);

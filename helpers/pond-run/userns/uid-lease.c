@@ -163,15 +163,5 @@ static int range_stale(const LeaseStore *s _unused_, const char *job_id, const c
 }
 
 int uid_lease_release(const char *dir, const char *job_id) {
-        _cleanup_(lease_store_close) LeaseStore s = LEASE_STORE_NULL;
-        int r;
-
-        if (!job_id_is_valid(job_id))
-                return -EINVAL;
-        r = lease_store_open(dir, 0, &s);
-        if (r == -ENOENT)
-                return 0;
-        if (r < 0)
-                return r;
-        return lease_store_release(&s, job_id, LEASE_MAX, range_stale, NULL);
+        return job_id_is_valid(job_id) ? lease_release(dir, job_id, LEASE_MAX, range_stale, NULL) : -EINVAL;
 }

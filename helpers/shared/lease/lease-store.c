@@ -30,11 +30,11 @@ int lease_store_open(const char *dir, LeaseStoreFlags flags, LeaseStore *ret) {
         }
         dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd < 0)
-                return -errno;
+                return errno == ENOENT && (flags & LEASE_STORE_MISSING_OK) ? 0 : -errno;
         if (flock(dfd, shared ? LOCK_SH : LOCK_EX) < 0)
                 return -errno;
         *ret = (LeaseStore) { .dfd = TAKE_FD(dfd), .shared = shared };
-        return 0;
+        return 1;
 }
 
 void lease_store_close(LeaseStore *s) {
@@ -178,6 +178,13 @@ int lease_store_release(const LeaseStore *s, const char *name, size_t max, Lease
                         return r;
         }
         return lease_store_remove(s, name);
+}
+
+int lease_release(const char *dir, const char *name, size_t max, LeaseStaleFn stale, void *userdata) {
+        _cleanup_(lease_store_close) LeaseStore s = LEASE_STORE_NULL;
+        int r = lease_store_open(dir, LEASE_STORE_MISSING_OK, &s);
+
+        return r <= 0 ? r : lease_store_release(&s, name, max, stale, userdata);
 }
 
 int lease_store_sweep(const LeaseStore *s, const char *prefix, size_t max, LeaseStaleFn stale, void *userdata) {

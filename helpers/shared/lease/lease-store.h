@@ -18,6 +18,7 @@
 typedef enum LeaseStoreFlags {
         LEASE_STORE_CREATE = 1 << 0,    /* create the directory (0700) if need be; else a missing one: -ENOENT */
         LEASE_STORE_SHARED = 1 << 1,    /* a shared lock, for readers; else exclusive (needed to change it) */
+        LEASE_STORE_MISSING_OK = 1 << 2, /* a missing directory is no store, not an error: nothing to release */
 } LeaseStoreFlags;
 
 typedef struct LeaseStore {
@@ -37,7 +38,8 @@ typedef struct LeaseList {
         size_t n;
 } LeaseList;
 
-/* Opens dir and takes its flock (blocking until it is free): held until lease_store_close(). */
+/* Opens dir and takes its flock (blocking until it is free): held until lease_store_close(). Returns 1;
+ * 0 (and *ret untouched) for a missing directory with LEASE_STORE_MISSING_OK. */
 int lease_store_open(const char *dir, LeaseStoreFlags flags, LeaseStore *ret);
 /* Drops the lock; a closed (or never opened) store is fine. */
 void lease_store_close(LeaseStore *s);
@@ -68,6 +70,8 @@ typedef int (*LeaseStaleFn)(const LeaseStore *s, const char *name, const char *t
  * stale()'s error if it cannot tell. No such lease is fine. The record is read up to max bytes for
  * stale(). */
 int lease_store_release(const LeaseStore *s, const char *name, size_t max, LeaseStaleFn stale, void *userdata);
+/* The same in one call: opens dir's store (no directory: no lease), releases name, and drops the lock. */
+int lease_release(const char *dir, const char *name, size_t max, LeaseStaleFn stale, void *userdata);
 /* Removes every entry of prefix that stale() proves stale (an entry it cannot judge stays). Returns how
  * many went, or the first error of a listing or a removal. */
 int lease_store_sweep(const LeaseStore *s, const char *prefix, size_t max, LeaseStaleFn stale, void *userdata);

@@ -159,15 +159,5 @@ int cpu_lease_acquire(const char *dir, const char *job_id, const cpu_set_t *host
 }
 
 int cpu_lease_release(const char *dir, const char *job_id) {
-        _cleanup_(lease_store_close) LeaseStore s = LEASE_STORE_NULL;
-        int r;
-
-        if (!job_id_is_valid(job_id))
-                return -EINVAL;
-        r = lease_store_open(dir, 0, &s);
-        if (r == -ENOENT)
-                return 0;
-        if (r < 0)
-                return r;
-        return lease_store_release(&s, job_id, 0, NULL, NULL);
+        return job_id_is_valid(job_id) ? lease_release(dir, job_id, 0, NULL, NULL) : -EINVAL;
 }
