@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* admission.c: the worker's admission ceiling: worker.json parsed strictly, and the lease and queue files
- * of its directory, read and changed under the directory's flock. */
-#include <dirent.h>
+ * of its directory, a lease store (lease/lease-store.h) read and changed under the store's lock; a queue
+ * file whose waiter is gone is the store's stale entry. */
 #include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
@@ -20,9 +20,11 @@
 #include "basic/json-strict.h"
 #include "basic/json-util.h"
 #include "basic/size.h"
+#include "lease/lease-store.h"
 #include "policy/policy-file.h"
 
 #define LEASE_PREFIX "lease-"
+#define LEASE_MAX 128
 #define QUEUE_PREFIX "queue-"
 
 static int fail(char **ret_error, const char *fmt, ...) _printf_(2, 3);
@@ -152,60 +154,62 @@ static bool waiter_alive(int dfd, const char *name) {
         return flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
 }
 
-static int read_lease(int dfd, const char *name, AdmissionState *s) {
-        _cleanup_free_ char *buf = NULL;
-        uint64_t mem, cpus;
-
-        if (read_full_file_at(dfd, name, 128, &buf, NULL) < 0 ||
-            sscanf(buf, "%" SCNu64 " %" SCNu64, &mem, &cpus) != 2) {
-                /* unreadable: counted as a job, its claim unknown (never less than what is there) */
-                s->jobs++;
-                return 0;
-        }
-        s->jobs++;
-        s->memory_bytes += mem;
-        s->cpus_milli += cpus;
-        return 0;
-}
-
 static bool queue_name_is(const char *name, const char *job_id) {
         const char *dash = strchr(name + strlen(QUEUE_PREFIX), '-');
         return dash && streq(dash + 1, job_id);
 }
 
-/* The leases' totals; the live queue files before mine (mine: *mine, or NULL: every live one is ahead). */
-static int scan(int dfd, const char *job_id, const char *mine, AdmissionState *s, bool *ret_leased) {
-        _cleanup_closedir_ DIR *d = NULL;
-        struct dirent *de;
+/* The queue's proof of a stale entry: its waiter is gone. The job's own entry is never another's to judge. */
+static int waiter_gone(const LeaseStore *s, const char *name, const char *text _unused_, void *userdata) {
+        const char *job_id = userdata;
+
+        return !queue_name_is(name, job_id) && !waiter_alive(s->dfd, name);
+}
+
+/* A lease's claim, added to what is held; unreadable: counted as a job, its claim unknown (never less than
+ * what is there). */
+static void add_lease(const char *text, AdmissionState *s) {
+        uint64_t mem, cpus;
+
+        s->jobs++;
+        if (!text || sscanf(text, "%" SCNu64 " %" SCNu64, &mem, &cpus) != 2)
+                return;
+        s->memory_bytes += mem;
+        s->cpus_milli += cpus;
+}
+
+/* The leases' totals; the live queue files before mine (mine: *mine, or NULL: every live one is ahead),
+ * the dead ones removed. */
+static int scan(const LeaseStore *store, const char *job_id, const char *mine, AdmissionState *s,
+                bool *ret_leased) {
+        _cleanup_(lease_list_free) LeaseList leases = {}, queue = {};
         int r;
 
-        r = opendir_fd(dfd, &d);
+        (void) lease_store_sweep(store, QUEUE_PREFIX, 0, waiter_gone, (void *) job_id);
+        r = lease_store_list(store, LEASE_PREFIX, LEASE_MAX, &leases);
+        if (r >= 0)
+                r = lease_store_list(store, QUEUE_PREFIX, 0, &queue);
         if (r < 0)
                 return r;
         *s = (AdmissionState) {};
         *ret_leased = false;
-        while ((de = readdir(d))) {
-                if (strncmp(de->d_name, LEASE_PREFIX, strlen(LEASE_PREFIX)) == 0) {
-                        if (streq(de->d_name + strlen(LEASE_PREFIX), job_id))
-                                *ret_leased = true;
-                        else
-                                (void) read_lease(dfd, de->d_name, s);
-                } else if (strncmp(de->d_name, QUEUE_PREFIX, strlen(QUEUE_PREFIX)) == 0) {
-                        if (queue_name_is(de->d_name, job_id))
-                                continue;
-                        if (!waiter_alive(dfd, de->d_name)) {
-                                (void) unlinkat(dfd, de->d_name, 0);
-                                continue;
-                        }
-                        if (!mine || strcmp(de->d_name, mine) < 0)
-                                s->ahead++;
-                }
+        for (size_t i = 0; i < leases.n; i++) {
+                if (streq(leases.entries[i].name + strlen(LEASE_PREFIX), job_id))
+                        *ret_leased = true;
+                else
+                        add_lease(leases.entries[i].text, s);
+        }
+        for (size_t i = 0; i < queue.n; i++) {
+                const char *name = queue.entries[i].name;
+
+                if (!queue_name_is(name, job_id) && (!mine || strcmp(name, mine) < 0))
+                        s->ahead++;
         }
         return 0;
 }
 
 /* The job's queue file, named by the time it queued (20 digits: names sort as times), flocked. */
-static int enqueue(int dfd, const char *job_id, char **ret_name, int *ret_fd) {
+static int enqueue(const LeaseStore *store, const char *job_id, char **ret_name, int *ret_fd) {
         _cleanup_free_ char *name = NULL;
         _cleanup_close_ int fd = -EBADF;
         struct timespec ts;
@@ -214,7 +218,9 @@ static int enqueue(int dfd, const char *job_id, char **ret_name, int *ret_fd) {
         if (asprintf(&name, QUEUE_PREFIX "%020" PRIu64 "-%s",
                      (uint64_t) ts.tv_sec * UINT64_C(1000000000) + (uint64_t) ts.tv_nsec, job_id) < 0)
                 return -ENOMEM;
-        fd = openat(dfd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (!lease_name_is_valid(name))
+                return -EINVAL;
+        fd = openat(store->dfd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0)
                 return -errno;
         if (flock(fd, LOCK_EX | LOCK_NB) < 0)
@@ -225,18 +231,17 @@ static int enqueue(int dfd, const char *job_id, char **ret_name, int *ret_fd) {
 }
 
 /* The name of the job's queue file, if it has one. */
-static int find_queued(int dfd, const char *job_id, char **ret) {
-        _cleanup_closedir_ DIR *d = NULL;
-        struct dirent *de;
+static int find_queued(const LeaseStore *store, const char *job_id, char **ret) {
+        _cleanup_(lease_list_free) LeaseList queue = {};
         int r;
 
         *ret = NULL;
-        r = opendir_fd(dfd, &d);
+        r = lease_store_list(store, QUEUE_PREFIX, 0, &queue);
         if (r < 0)
                 return r;
-        while ((de = readdir(d)))
-                if (strncmp(de->d_name, QUEUE_PREFIX, strlen(QUEUE_PREFIX)) == 0 && queue_name_is(de->d_name, job_id)) {
-                        *ret = strdup(de->d_name);
+        for (size_t i = 0; i < queue.n; i++)
+                if (queue_name_is(queue.entries[i].name, job_id)) {
+                        *ret = strdup(queue.entries[i].name);
                         return *ret ? 0 : -ENOMEM;
                 }
         return 0;
@@ -244,8 +249,8 @@ static int find_queued(int dfd, const char *job_id, char **ret) {
 
 int admission_try(const char *dir, const char *job_id, const AdmissionPolicy *p, const AdmissionClaim *c,
                   int *queue_fd, AdmissionState *ret_state, AdmissionVerdict *ret) {
+        _cleanup_(lease_store_close) LeaseStore store = LEASE_STORE_NULL;
         _cleanup_free_ char *mine = NULL, *lease = NULL, *text = NULL;
-        _cleanup_close_ int dfd = -EBADF;
         AdmissionState s;
         bool leased;
         int r;
@@ -255,15 +260,15 @@ int admission_try(const char *dir, const char *job_id, const AdmissionPolicy *p,
                 *ret = ADMISSION_TOO_BIG;
                 return 0;
         }
-        r = dir_open_locked(dir, &dfd);
+        r = lease_store_open(dir, LEASE_STORE_CREATE, &store);
         if (r < 0)
                 return r;
         if (*queue_fd >= 0) {
-                r = find_queued(dfd, job_id, &mine);
+                r = find_queued(&store, job_id, &mine);
                 if (r < 0)
                         return r;
         }
-        r = scan(dfd, job_id, mine, &s, &leased);
+        r = scan(&store, job_id, mine, &s, &leased);
         if (r < 0)
                 return r;
         *ret_state = s;
@@ -275,11 +280,11 @@ int admission_try(const char *dir, const char *job_id, const AdmissionPolicy *p,
                 if (asprintf(&lease, LEASE_PREFIX "%s", job_id) < 0 ||
                     asprintf(&text, "%" PRIu64 " %" PRIu64 "\n", c->memory_bytes, c->cpus_milli) < 0)
                         return -ENOMEM;
-                r = write_file_atomic_at(dfd, lease, text, strlen(text), 0600);
+                r = lease_store_write(&store, lease, text);
                 if (r < 0)
                         return r;
                 if (mine)
-                        (void) unlinkat(dfd, mine, 0);
+                        (void) lease_store_remove(&store, mine);
                 *queue_fd = safe_close(*queue_fd);
                 *ret = ADMISSION_ADMITTED;
                 return 0;
@@ -290,7 +295,7 @@ int admission_try(const char *dir, const char *job_id, const AdmissionPolicy *p,
         }
         if (!mine) {
                 *queue_fd = safe_close(*queue_fd);
-                r = enqueue(dfd, job_id, &mine, queue_fd);
+                r = enqueue(&store, job_id, &mine, queue_fd);
                 if (r < 0)
                         return r;
         }
@@ -299,23 +304,20 @@ int admission_try(const char *dir, const char *job_id, const AdmissionPolicy *p,
 }
 
 int admission_release(const char *dir, const char *job_id) {
+        _cleanup_(lease_store_close) LeaseStore store = LEASE_STORE_NULL;
         _cleanup_free_ char *lease = NULL, *queued = NULL;
-        _cleanup_close_ int dfd = -EBADF;
         int r;
 
-        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0)
-                return errno == ENOENT ? 0 : -errno;
-        if (flock(dfd, LOCK_EX) < 0)
-                return -errno;
+        r = lease_store_open(dir, LEASE_STORE_MISSING_OK, &store);
+        if (r <= 0)
+                return r;
         if (asprintf(&lease, LEASE_PREFIX "%s", job_id) < 0)
                 return -ENOMEM;
-        if (unlinkat(dfd, lease, 0) < 0 && errno != ENOENT)
-                return -errno;
-        r = find_queued(dfd, job_id, &queued);
+        r = lease_store_release(&store, lease, 0, NULL, NULL);
         if (r < 0)
                 return r;
-        if (queued && unlinkat(dfd, queued, 0) < 0 && errno != ENOENT)
-                return -errno;
-        return 0;
+        r = find_queued(&store, job_id, &queued);
+        if (r < 0 || !queued)
+                return r;
+        return lease_store_remove(&store, queued);
 }

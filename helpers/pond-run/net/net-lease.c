@@ -1,19 +1,19 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* net-lease.c: per-job /30 blocks from a private pool, and the claims on the job's network object names.
- * A lease is a file named after the block, created with O_EXCL (so two jobs never get the same block) and
- * holding the job id (so cleanup, which knows only the id, finds it). The search starts at a hash of the
- * id: usually the first probe is free. A name claim is a file "name-NAME" holding the job id, linked into
- * place whole (so no job ever sees it half-written): the job that holds it alone makes and removes the
- * objects of that name. */
+/* net-lease.c: per-job /30 blocks from a private pool, and the claims on the job's network object names,
+ * in one lease store (lease/lease-store.h), under its lock. A lease is a file named after the block, linked
+ * into place whole and never over another (so two jobs never get the same block) and holding the job id,
+ * with a file "job-ID" holding the block (so cleanup, which knows only the id, finds it). The search starts
+ * at a hash of the id: usually the first probe is free. A name claim is a file "name-NAME" holding the job
+ * id, made the same way: the job that holds it alone makes and removes the objects of that name. */
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <sodium.h>
+#include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 
-#include "basic/fileio.h"
 #include "basic/jobid.h"
 #include "basic/log.h"
+#include "basic/macro.h"
+#include "lease/lease-store.h"
 #include "net/net.h"
 
 static int pool_parse(const char *pool, uint32_t *ret_base, unsigned *ret_blocks) {
@@ -47,7 +47,8 @@ static void fill(NetLease *l, uint32_t base, unsigned index) {
 }
 
 int net_lease_acquire(const char *lease_dir, const char *pool, const char *job_id, NetLease *ret) {
-        _cleanup_close_ int dfd = -EBADF;
+        _cleanup_(lease_store_close) LeaseStore s = LEASE_STORE_NULL;
+        char byjob[JOB_ID_MAX + 8];
         uint32_t base;
         unsigned blocks, start;
         int r;
@@ -55,36 +56,25 @@ int net_lease_acquire(const char *lease_dir, const char *pool, const char *job_i
         r = pool_parse(pool, &base, &blocks);
         if (r < 0)
                 return log_debug_errno(r, "Invalid address pool '%s'.", pool);
-        r = mkdir_p(lease_dir, 0700);
+        r = lease_store_open(lease_dir, LEASE_STORE_CREATE, &s);
         if (r < 0)
                 return r;
-        dfd = open(lease_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0)
-                return -errno;
+        snprintf(byjob, sizeof byjob, "job-%s", job_id);
         start = start_index(job_id, blocks);
         for (unsigned i = 0; i < blocks; i++) {
                 unsigned idx = (start + i) % blocks;
                 char name[16];
-                _cleanup_close_ int fd = -EBADF;
 
                 snprintf(name, sizeof name, "%u", idx);
-                fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-                if (fd < 0 && errno == EEXIST)
+                r = lease_store_create(&s, name, job_id);
+                if (r == -EEXIST)
                         continue;
-                if (fd < 0)
-                        return -errno;
-                r = write_all(fd, job_id, strlen(job_id));
-                if (r < 0) {
-                        (void) unlinkat(dfd, name, 0);
+                if (r < 0)
                         return r;
-                }
                 /* The reverse index lets the release find the block from the job id alone. */
-                char byjob[JOB_ID_MAX + 8], text[16];
-                snprintf(byjob, sizeof byjob, "job-%s", job_id);
-                snprintf(text, sizeof text, "%u", idx);
-                r = write_file_atomic_at(dfd, byjob, text, strlen(text), 0600);
+                r = lease_store_write(&s, byjob, name);
                 if (r < 0) {
-                        (void) unlinkat(dfd, name, 0);
+                        (void) lease_store_remove(&s, name);
                         return r;
                 }
                 fill(ret, base, idx);
@@ -94,25 +84,29 @@ int net_lease_acquire(const char *lease_dir, const char *pool, const char *job_i
 }
 
 int net_lease_release(const char *lease_dir, const char *job_id) {
-        _cleanup_close_ int dfd = open(lease_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_(lease_store_close) LeaseStore s = LEASE_STORE_NULL;
         _cleanup_free_ char *index = NULL, *owner = NULL;
         char byjob[JOB_ID_MAX + 8];
         unsigned idx;
+        int r;
 
-        if (dfd < 0)
-                return errno == ENOENT ? 0 : -errno;
+        r = lease_store_open(lease_dir, LEASE_STORE_MISSING_OK, &s);
+        if (r <= 0)
+                return r;
         snprintf(byjob, sizeof byjob, "job-%s", job_id);
-        if (read_full_file_at(dfd, byjob, 32, &index, NULL) < 0)
+        if (lease_store_read(&s, byjob, 32, &index) < 0)
                 return 0; /* no lease (never taken, or released already) */
         if (sscanf(index, "%u", &idx) == 1) {
                 char name[16];
                 snprintf(name, sizeof name, "%u", idx);
                 /* Only a lease this job holds: never another job's. */
-                if (read_full_file_at(dfd, name, 256, &owner, NULL) >= 0 && streq(owner, job_id) &&
-                    unlinkat(dfd, name, 0) < 0)
-                        return -errno;
+                if (lease_store_read(&s, name, 256, &owner) >= 0 && streq(owner, job_id)) {
+                        r = lease_store_remove(&s, name);
+                        if (r < 0)
+                                return r;
+                }
         }
-        return unlinkat(dfd, byjob, 0) < 0 && errno != ENOENT ? -errno : 0;
+        return lease_store_remove(&s, byjob);
 }
 
 static int claim_file(const char *name, char ret[static NET_NAME_CLAIM_MAX]) {
@@ -122,10 +116,18 @@ static int claim_file(const char *name, char ret[static NET_NAME_CLAIM_MAX]) {
         return 0;
 }
 
+/* The store of name's claim file, locked (1); 0 and no store if it does not exist and need not be made. */
+static int claim_open(const char *lease_dir, const char *name, LeaseStoreFlags flags, LeaseStore *ret_store,
+                      char ret_file[static NET_NAME_CLAIM_MAX]) {
+        int r = claim_file(name, ret_file);
+
+        return r < 0 ? r : lease_store_open(lease_dir, flags, ret_store);
+}
+
 /* 1: job_id holds the claim file; 0: nobody does, or another job. */
-static int claim_held(int dfd, const char *file, const char *job_id) {
+static int claim_held(const LeaseStore *s, const char *file, const char *job_id) {
         _cleanup_free_ char *owner = NULL;
-        int r = read_full_file_at(dfd, file, JOB_ID_MAX + 1, &owner, NULL);
+        int r = lease_store_read(s, file, JOB_ID_MAX + 1, &owner);
 
         if (r == -ENOENT)
                 return 0;
@@ -135,64 +137,44 @@ static int claim_held(int dfd, const char *file, const char *job_id) {
 }
 
 int net_name_claim(const char *lease_dir, const char *name, const char *job_id) {
-        _cleanup_close_ int dfd = -EBADF, fd = -EBADF;
-        char file[NET_NAME_CLAIM_MAX], proc[64];
+        _cleanup_(lease_store_close) LeaseStore s = LEASE_STORE_NULL;
+        char file[NET_NAME_CLAIM_MAX];
         int r;
 
-        r = claim_file(name, file);
+        r = claim_open(lease_dir, name, LEASE_STORE_CREATE, &s, file);
         if (r < 0)
                 return r;
-        r = mkdir_p(lease_dir, 0700);
-        if (r < 0)
+        /* Written whole, linked into place: a claim is never seen empty, and never replaced. */
+        r = lease_store_create(&s, file, job_id);
+        if (r != -EEXIST)
                 return r;
-        dfd = open(lease_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0)
-                return -errno;
-        /* Written first, linked into place whole: a claim is never seen empty, and never replaced. */
-        fd = openat(dfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
-        if (fd < 0)
-                return -errno;
-        r = write_all(fd, job_id, strlen(job_id));
-        if (r < 0)
-                return r;
-        snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
-        if (linkat(AT_FDCWD, proc, dfd, file, AT_SYMLINK_FOLLOW) >= 0)
-                return 0;
-        if (errno != EEXIST)
-                return -errno;
-        r = claim_held(dfd, file, job_id);
+        r = claim_held(&s, file, job_id);
         if (r < 0)
                 return r;
         return r > 0 ? 0 : log_debug_errno(EADDRINUSE, "The network name %s is another job's.", name);
 }
 
 int net_name_claimed(const char *lease_dir, const char *name, const char *job_id) {
-        _cleanup_close_ int dfd = -EBADF;
+        _cleanup_(lease_store_close) LeaseStore s = LEASE_STORE_NULL;
         char file[NET_NAME_CLAIM_MAX];
         int r;
 
-        r = claim_file(name, file);
-        if (r < 0)
+        r = claim_open(lease_dir, name, LEASE_STORE_SHARED | LEASE_STORE_MISSING_OK, &s, file);
+        if (r <= 0)
                 return r;
-        dfd = open(lease_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0)
-                return errno == ENOENT ? 0 : -errno;
-        return claim_held(dfd, file, job_id);
+        return claim_held(&s, file, job_id);
 }
 
 int net_name_release(const char *lease_dir, const char *name, const char *job_id) {
-        _cleanup_close_ int dfd = -EBADF;
+        _cleanup_(lease_store_close) LeaseStore s = LEASE_STORE_NULL;
         char file[NET_NAME_CLAIM_MAX];
         int r;
 
-        r = claim_file(name, file);
-        if (r < 0)
+        r = claim_open(lease_dir, name, LEASE_STORE_MISSING_OK, &s, file);
+        if (r <= 0)
                 return r;
-        dfd = open(lease_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0)
-                return errno == ENOENT ? 0 : -errno;
-        r = claim_held(dfd, file, job_id);
+        r = claim_held(&s, file, job_id);
         if (r <= 0)
                 return r; /* never another job's claim */
-        return unlinkat(dfd, file, 0) < 0 && errno != ENOENT ? -errno : 0;
+        return lease_store_remove(&s, file);
 }

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* uid-lease.c: the pool of host uid ranges. A lease is a file named after the job id in the lease directory,
- * holding the slot; the choice is made under an flock of the directory. A range is proven free from /proc
- * before it is handed out and before it is given back: a process of the range still alive (a leftover of a
- * job whose cleanup failed, or anyone's) keeps it out of use. */
+/* uid-lease.c: the pool of host uid ranges. A lease is a file named after the job id in the lease directory
+ * (lease/lease-store.h), holding the slot; the choice is made under the store's lock. A range is proven free
+ * from /proc before it is handed out and before it is given back (the store's proof of a stale lease): a
+ * process of the range still alive (a leftover of a job whose cleanup failed, or anyone's) keeps it out of
+ * use. */
 #include <dirent.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +15,7 @@
 #include "basic/jobid.h"
 #include "basic/log.h"
 #include "basic/macro.h"
+#include "lease/lease-store.h"
 #include "userns/userns.h"
 
 #define LEASE_MAX 32
@@ -23,17 +24,21 @@ static UidRange range_of(unsigned slot) {
         return (UidRange) { .base = UID_POOL_BASE + slot * UID_RANGE_SIZE, .slot = slot };
 }
 
-static int read_lease(int dfd, const char *name, UidRange *ret) {
-        _cleanup_free_ char *buf = NULL;
+static int parse_lease(const char *text, UidRange *ret) {
         unsigned slot;
-        int n = 0, r = read_full_file_at(dfd, name, LEASE_MAX, &buf, NULL);
+        int n = 0;
 
-        if (r < 0)
-                return r;
-        if (sscanf(buf, "%u\n%n", &slot, &n) != 1 || buf[n] != 0 || slot >= UID_POOL_SLOTS)
+        if (!text || sscanf(text, "%u\n%n", &slot, &n) != 1 || text[n] != 0 || slot >= UID_POOL_SLOTS)
                 return -EINVAL;
         *ret = range_of(slot);
         return 0;
+}
+
+static int read_lease(const LeaseStore *s, const char *name, UidRange *ret) {
+        _cleanup_free_ char *buf = NULL;
+        int r = lease_store_read(s, name, LEASE_MAX, &buf);
+
+        return r < 0 ? r : parse_lease(buf, ret);
 }
 
 /* /proc/PID/status "Uid:" holds real, effective, saved and filesystem uids. */
@@ -75,37 +80,36 @@ int uid_range_in_use(uid_t base, uint32_t size) {
         return 0;
 }
 
-/* Which slots hold a lease; malformed files (and the atomic writer's temporary ones) hold none. */
-static int mark_taken(int dfd, bool *taken) {
-        _cleanup_closedir_ DIR *d = NULL;
-        struct dirent *de;
-        int r = opendir_fd(dfd, &d);
+/* Which slots hold a lease; malformed files hold none. */
+static int mark_taken(const LeaseStore *s, bool *taken) {
+        _cleanup_(lease_list_free) LeaseList l = {};
+        int r = lease_store_list(s, NULL, LEASE_MAX, &l);
 
         if (r < 0)
                 return r;
-        while ((de = readdir(d))) {
+        for (size_t i = 0; i < l.n; i++) {
                 UidRange range;
 
-                if (job_id_is_valid(de->d_name) && read_lease(dfd, de->d_name, &range) >= 0)
+                if (job_id_is_valid(l.entries[i].name) && parse_lease(l.entries[i].text, &range) >= 0)
                         taken[range.slot] = true;
         }
         return 0;
 }
 
 int uid_lease_acquire(const char *dir, const char *job_id, UidRange *ret) {
-        _cleanup_close_ int dfd = -EBADF;
+        _cleanup_(lease_store_close) LeaseStore s = LEASE_STORE_NULL;
         bool taken[UID_POOL_SLOTS] = {};
         char buf[LEASE_MAX];
         int r;
 
         if (!job_id_is_valid(job_id) || !ret)
                 return -EINVAL;
-        r = dir_open_locked(dir, &dfd);
+        r = lease_store_open(dir, LEASE_STORE_CREATE, &s);
         if (r < 0)
                 return r;
-        if (read_lease(dfd, job_id, ret) >= 0)
+        if (read_lease(&s, job_id, ret) >= 0)
                 return 0;
-        r = mark_taken(dfd, taken);
+        r = mark_taken(&s, taken);
         if (r < 0)
                 return r;
         for (unsigned slot = 0; slot < UID_POOL_SLOTS; slot++) {
@@ -122,7 +126,7 @@ int uid_lease_acquire(const char *dir, const char *job_id, UidRange *ret) {
                         continue;
                 }
                 snprintf(buf, sizeof buf, "%u\n", slot);
-                r = write_file_atomic_at(dfd, job_id, buf, strlen(buf), 0600);
+                r = lease_store_write(&s, job_id, buf);
                 if (r < 0)
                         return r;
                 *ret = range;
@@ -132,39 +136,32 @@ int uid_lease_acquire(const char *dir, const char *job_id, UidRange *ret) {
 }
 
 int uid_lease_find(const char *dir, const char *job_id, UidRange *ret) {
-        _cleanup_close_ int dfd = -EBADF;
-
-        if (!job_id_is_valid(job_id))
-                return -EINVAL;
-        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0)
-                return -errno;
-        return read_lease(dfd, job_id, ret);
-}
-
-int uid_lease_release(const char *dir, const char *job_id) {
-        _cleanup_close_ int dfd = -EBADF;
-        UidRange range;
+        _cleanup_(lease_store_close) LeaseStore s = LEASE_STORE_NULL;
         int r;
 
         if (!job_id_is_valid(job_id))
                 return -EINVAL;
-        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0)
-                return errno == ENOENT ? 0 : -errno;
-        r = read_lease(dfd, job_id, &range);
-        if (r == -ENOENT)
-                return 0;
-        if (r >= 0) {
-                r = uid_range_in_use(range.base, UID_RANGE_SIZE);
-                if (r > 0)
-                        return log_debug_errno(EBUSY, "Host uid range %u+%u of %s still has processes: kept.",
-                                               (unsigned) range.base, UID_RANGE_SIZE, job_id);
-                if (r < 0)
-                        return r;
-        }
-        /* A malformed lease file is removed too: it names no range. */
-        if (unlinkat(dfd, job_id, 0) < 0 && errno != ENOENT)
-                return -errno;
-        return 0;
+        r = lease_store_open(dir, LEASE_STORE_SHARED, &s);
+        if (r < 0)
+                return r;
+        return read_lease(&s, job_id, ret);
+}
+
+/* The proof a range may go back to the pool: no process of its uids is left. A malformed lease names no
+ * range, and goes too. */
+static int range_stale(const LeaseStore *s _unused_, const char *job_id, const char *text, void *userdata _unused_) {
+        UidRange range;
+        int r;
+
+        if (parse_lease(text, &range) < 0)
+                return 1;
+        r = uid_range_in_use(range.base, UID_RANGE_SIZE);
+        if (r > 0)
+                log_debug("Host uid range %u+%u of %s still has processes: kept.", (unsigned) range.base,
+                          UID_RANGE_SIZE, job_id);
+        return r < 0 ? r : !r;
+}
+
+int uid_lease_release(const char *dir, const char *job_id) {
+        return job_id_is_valid(job_id) ? lease_release(dir, job_id, LEASE_MAX, range_stale, NULL) : -EINVAL;
 }

@@ -1,19 +1,15 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cpu-lease.c: per-job cpusets. A lease is a file named after the job id in the lease directory, holding
- * the job's cpu list; the load of a CPU is the number of leases that name it. The choice is made under an
- * flock of the directory, so two jobs starting at once see each other's leases. */
-#include <dirent.h>
-#include <fcntl.h>
+ * the job's cpu list (lease/lease-store.h); the load of a CPU is the number of leases that name it. The
+ * choice is made under the store's lock, so two jobs starting at once see each other's leases. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include "basic/fileio.h"
 #include "basic/jobid.h"
 #include "basic/log.h"
 #include "basic/macro.h"
+#include "lease/lease-store.h"
 #include "resview/cpu-lease.h"
 
 #define LEASE_MAX 4096 /* bytes of one lease file: a cpu list of CPU_SETSIZE CPUs fits */
@@ -103,25 +99,25 @@ int cpu_lease_choose(const cpu_set_t *host, const unsigned *load, unsigned n, cp
         return 0;
 }
 
-static int read_lease(int dfd, const char *name, cpu_set_t *ret) {
+static int read_lease(const LeaseStore *s, const char *name, cpu_set_t *ret) {
         _cleanup_free_ char *buf = NULL;
-        int r = read_full_file_at(dfd, name, LEASE_MAX, &buf, NULL);
+        int r = lease_store_read(s, name, LEASE_MAX, &buf);
 
         return r < 0 ? r : cpu_list_parse(buf, ret);
 }
 
-/* Each CPU's number of leases; malformed files (and the atomic writer's temporary ones) count for nothing. */
-static int count_load(int dfd, unsigned *load) {
-        _cleanup_closedir_ DIR *d = NULL;
-        struct dirent *de;
-        int r = opendir_fd(dfd, &d);
+/* Each CPU's number of leases; malformed files count for nothing. */
+static int count_load(const LeaseStore *s, unsigned *load) {
+        _cleanup_(lease_list_free) LeaseList l = {};
+        int r = lease_store_list(s, NULL, LEASE_MAX, &l);
 
         if (r < 0)
                 return r;
-        while ((de = readdir(d))) {
+        for (size_t i = 0; i < l.n; i++) {
                 cpu_set_t set;
 
-                if (!job_id_is_valid(de->d_name) || read_lease(dfd, de->d_name, &set) < 0)
+                if (!job_id_is_valid(l.entries[i].name) || !l.entries[i].text ||
+                    cpu_list_parse(l.entries[i].text, &set) < 0)
                         continue;
                 for (int c = 0; c < CPU_SETSIZE; c++)
                         if (CPU_ISSET(c, &set))
@@ -131,31 +127,31 @@ static int count_load(int dfd, unsigned *load) {
 }
 
 int cpu_lease_acquire(const char *dir, const char *job_id, const cpu_set_t *host, unsigned n, cpu_set_t *ret) {
+        _cleanup_(lease_store_close) LeaseStore s = LEASE_STORE_NULL;
         _cleanup_free_ unsigned *load = NULL;
         _cleanup_free_ char *list = NULL;
-        _cleanup_close_ int dfd = -EBADF;
         cpu_set_t set;
         int r;
 
         if (!job_id_is_valid(job_id))
                 return -EINVAL;
-        r = dir_open_locked(dir, &dfd);
+        r = lease_store_open(dir, LEASE_STORE_CREATE, &s);
         if (r < 0)
                 return r;
-        if (read_lease(dfd, job_id, &set) >= 0) {
+        if (read_lease(&s, job_id, &set) >= 0) {
                 *ret = set;
                 return 0;
         }
         load = calloc(CPU_SETSIZE, sizeof *load);
         if (!load)
                 return -ENOMEM;
-        r = count_load(dfd, load);
+        r = count_load(&s, load);
         if (r >= 0)
                 r = cpu_lease_choose(host, load, n, &set);
         if (r >= 0)
                 r = cpu_list_format(&set, &list);
         if (r >= 0)
-                r = write_file_atomic_at(dfd, job_id, list, strlen(list), 0600);
+                r = lease_store_write(&s, job_id, list);
         if (r < 0)
                 return log_debug_errno(r, "Cannot lease %u CPUs for %s: %m", n, job_id);
         *ret = set;
@@ -163,14 +159,5 @@ int cpu_lease_acquire(const char *dir, const char *job_id, const cpu_set_t *host
 }
 
 int cpu_lease_release(const char *dir, const char *job_id) {
-        _cleanup_close_ int dfd = -EBADF;
-
-        if (!job_id_is_valid(job_id))
-                return -EINVAL;
-        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0)
-                return errno == ENOENT ? 0 : -errno;
-        if (unlinkat(dfd, job_id, 0) < 0 && errno != ENOENT)
-                return -errno;
-        return 0;
+        return job_id_is_valid(job_id) ? lease_release(dir, job_id, 0, NULL, NULL) : -EINVAL;
 }
