@@ -54,7 +54,7 @@ int job_check_submitter_owns(const Job *j, int fd, const char *what, char **ret_
 /* The spool entry was taken by a supervisor before: whatever happened to it, the job is not run again; its
  * end is a signed "failed" (supervise() signs it: the job may have run). */
 static int ended_before(Job *j, const char *why) {
-        j->outcome.failed = true;
+        (void) job_end(j, JOB_END_FAILED, 0, NULL);
         if (unlink(j->paths.inbox) >= 0)
                 log_warning("Removed %s: job %s was accepted before.", j->paths.inbox, j->paths.id);
         return job_fail(j, -ESTALE, "job %s %s: it is never run again (job ids are never reused)", j->paths.id,

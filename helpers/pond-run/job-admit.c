@@ -45,8 +45,7 @@ static int refuse(Job *j, const char *fmt, ...) {
         if (vasprintf(&why, fmt, ap) < 0)
                 why = NULL;
         va_end(ap);
-        j->outcome.refused = true;
-        return job_fail(j, -EBUSY, "%s", why ?: "admission: refused");
+        return job_end(j, JOB_END_REFUSED, -EBUSY, "%s", why ?: "admission: refused");
 }
 
 int job_admit(Job *j) {

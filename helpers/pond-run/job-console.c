@@ -90,9 +90,8 @@ int job_console_receive(Job *j) {
         c->runtime_listen = safe_close(c->runtime_listen);
         (void) unlink(j->paths.console_runtime);
         if (r < 0) {
-                j->outcome.runtime_failed = true;
-                job_fail(j, r, "runtime failed (%s): no terminal arrived on its console socket",
-                         j->input.provider->name);
+                job_end(j, JOB_END_RUNTIME_FAILED, r, "runtime failed (%s): no terminal arrived on its console socket",
+                        j->input.provider->name);
                 return log_error_errno(r, "The runtime %s handed over no pty master: %m", j->input.provider->name);
         }
         (void) fcntl(c->master, F_SETFL, O_NONBLOCK);

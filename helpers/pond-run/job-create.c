@@ -331,9 +331,9 @@ static int log_create_failure(Job *j, int r) {
 
         if (asprintf(&log_file, "%s/" JOB_RUNTIME_LOG, j->paths.run) >= 0)
                 (void) read_full_file(log_file, 16 * 1024, &msg, NULL);
-        j->outcome.runtime_failed = true;
-        job_fail(j, r, "runtime failed (%s): %s could not create the container; its log is in the journal of %s",
-                 j->input.provider->name, j->input.provider->name, j->paths.service);
+        job_end(j, JOB_END_RUNTIME_FAILED, r,
+                "runtime failed (%s): %s could not create the container; its log is in the journal of %s",
+                j->input.provider->name, j->input.provider->name, j->paths.service);
         return log_error_errno(r, "The runtime %s could not create the container: %s", j->input.provider->name,
                                msg ?: "(no message)");
 }

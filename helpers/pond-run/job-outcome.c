@@ -8,13 +8,40 @@
 #include "basic/string-util.h"
 #include "job.h"
 
+static void reason_set(JobOutcome *o, const char *fmt, va_list ap) {
+        if (fmt && !o->reason)
+                o->reason = strdupf_va(fmt, ap);
+}
+
 int job_fail(Job *j, int r, const char *fmt, ...) {
         va_list ap;
 
-        if (j->outcome.reason)
-                return r;
         va_start(ap, fmt);
-        j->outcome.reason = strdupf_va(fmt, ap);
+        reason_set(&j->outcome, fmt, ap);
+        va_end(ap);
+        return r;
+}
+
+int job_end(Job *j, JobEnd end, int r, const char *fmt, ...) {
+        JobOutcome *o = &j->outcome;
+        va_list ap;
+
+        switch (end) {
+        case JOB_END_REFUSED:
+                o->refused = true;
+                break;
+        case JOB_END_FAILED:
+                o->failed = true;
+                break;
+        case JOB_END_CANCELLED:
+                o->cancelled = true;
+                break;
+        case JOB_END_RUNTIME_FAILED:
+                o->runtime_failed = true;
+                break;
+        }
+        va_start(ap, fmt);
+        reason_set(o, fmt, ap);
         va_end(ap);
         return r;
 }

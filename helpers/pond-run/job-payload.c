@@ -47,7 +47,7 @@ void job_kill_payload(Job *j) {
 void job_cancel(Job *j, const char *why) {
         if (j->outcome.cancelled)
                 return;
-        j->outcome.cancelled = true;
+        (void) job_end(j, JOB_END_CANCELLED, 0, NULL);
         audit_event(&j->audit, POND_EVENT_KILLED, AUDIT_NO_RC, "cancelled (%s): killing %s", why, j->paths.scope);
         sd_notify(false, "STATUS=cancelling");
 }
@@ -75,9 +75,8 @@ void job_cost_ceiling(Job *j) {
         /* Only while the payload runs: not before it started, not after its init has exited. */
         if (j->outcome.cancelled || j->runtime.init_pid <= 0 || j->outcome.ended_usec != 0)
                 return;
-        j->outcome.cancelled = true;
-        job_fail(j, 0, "cost ceiling reached: max_cost_cents %llu spent",
-                 (unsigned long long) j->input.spec->limits.max_cost_cents);
+        job_end(j, JOB_END_CANCELLED, 0, "cost ceiling reached: max_cost_cents %llu spent",
+                (unsigned long long) j->input.spec->limits.max_cost_cents);
         audit_event(&j->audit, POND_EVENT_KILLED, AUDIT_NO_RC, "cost ceiling reached: killing %s", j->paths.scope);
         r = sd_event_add_time_relative(sd_bus_get_event(j->bus), NULL, CLOCK_MONOTONIC, JOB_CEILING_GRACE_USEC, 0,
                                        on_ceiling_grace, j);

@@ -122,9 +122,8 @@ static void view_lost(Job *j) {
         int r;
 
         if (v->mode == RESOURCE_VIEW_REQUIRED) {
-                j->outcome.failed = true;
-                job_fail(j, -EHOSTDOWN, "resource_view is required and LXCFS went away during the job (its "
-                         "files in the container read ENOTCONN): the job was killed");
+                job_end(j, JOB_END_FAILED, -EHOSTDOWN, "resource_view is required and LXCFS went away during "
+                        "the job (its files in the container read ENOTCONN): the job was killed");
                 audit_event(&j->audit, POND_EVENT_KILLED, AUDIT_NO_RC, "LXCFS went away: killing %s",
                             j->paths.scope);
                 job_kill_payload(j);

@@ -339,9 +339,8 @@ static int on_state_changed(sd_bus_message *m, void *userdata, sd_bus_error *err
         audit_event(&j->audit, POND_EVENT_KILLED, AUDIT_NO_RC, "the %s died while the job ran (%s is %s): "
                     "killing %s", sidecar_types[s].name, j->paths.sidecars[s].unit, state, j->paths.scope);
         if (!j->input.resolved || j->input.resolved->on_sidecar_death == SIDECAR_DEATH_FAIL) {
-                j->outcome.failed = true;
-                job_fail(j, 0, "the %s (%s) died while the job ran", sidecar_types[s].name,
-                         j->paths.sidecars[s].unit);
+                job_end(j, JOB_END_FAILED, 0, "the %s (%s) died while the job ran", sidecar_types[s].name,
+                        j->paths.sidecars[s].unit);
                 job_kill_payload(j);
         }
         return 0;
@@ -406,7 +405,7 @@ static void on_started(int r, void *userdata) {
         }
         log_error_errno(r, "The %s of %s did not start: %m", sidecar_types[s].what, j->paths.id);
         sc->start_failed = true;
-        j->outcome.failed = true;
+        (void) job_end(j, JOB_END_FAILED, 0, NULL);
         if (j->outcome.started_usec != 0) {
                 audit_event(&j->audit, POND_EVENT_KILLED, AUDIT_NO_RC, "the %s did not start (%s): killing %s",
                             sidecar_types[s].name, j->paths.sidecars[s].unit, j->paths.scope);
@@ -451,10 +450,9 @@ int job_sidecars_wait(Job *j) {
                 r = unit_start_finish(j->bus, TAKE_PTR(j->sidecars[s].starting));
                 /* A credential that does not open for this job and worker: a refusal, nothing ran. */
                 if (r < 0 && broker_exited_with(j, s, BROKER_EXIT_CREDENTIAL)) {
-                        j->outcome.refused = true;
-                        return job_fail(j, r, "refused: a credential does not open for this job and worker "
-                                        "(sealed for another, or altered; see the journal of %s)",
-                                        j->paths.sidecars[s].unit);
+                        return job_end(j, JOB_END_REFUSED, r, "refused: a credential does not open for this job "
+                                       "and worker (sealed for another, or altered; see the journal of %s)",
+                                       j->paths.sidecars[s].unit);
                 }
                 if (r < 0) {
                         log_error_errno(r, "The %s of %s did not start: %m", what, j->paths.id);

@@ -21,10 +21,9 @@ int job_start(Job *j) {
         r = runtime_exec_setup(j->runtime.start_argv, RUNTIME_STEP_USEC, j->input.provider->start_child_setup);
         if (r != 0) {
                 /* Whatever the init did was the runtime's, not a payload's that never started. */
-                j->outcome.runtime_failed = true;
-                job_fail(j, r < 0 ? r : -EIO, "runtime failed (%s): %s could not start the container; its messages "
-                         "are in the journal of %s", j->input.provider->name, j->input.provider->name,
-                         j->paths.service);
+                job_end(j, JOB_END_RUNTIME_FAILED, r < 0 ? r : -EIO, "runtime failed (%s): %s could not start "
+                        "the container; its messages are in the journal of %s", j->input.provider->name,
+                        j->input.provider->name, j->paths.service);
                 return log_error_errno(r < 0 ? r : EIO, "The runtime %s could not start the container.",
                                        j->input.provider->name);
         }

@@ -296,8 +296,17 @@ int job_image_accept(Job *j, char **ret_error);
 int job_init(Job *j, const char *job_id);
 /* job-done.c: frees every part. */
 void job_done(Job *j);
-/* job-outcome.c: records why the job failed or was refused, unless a reason is recorded already (the first cause is the
- * one the result names), and returns r. */
+/* job-outcome.c: how the job ends, recorded in one place. job_end() marks the end and records its reason
+ * (fmt NULL: the end alone), job_fail() the reason alone, each unless a reason is recorded already (the first
+ * cause is the one the result names); both return r. A job may carry more than one mark (cancelled, then the
+ * runtime failed under it): job_status() decides which the result says. */
+typedef enum JobEnd {
+        JOB_END_REFUSED,                /* refused before anything ran */
+        JOB_END_FAILED,                 /* pond itself failed */
+        JOB_END_CANCELLED,              /* stopped, a caller that hung up, the cost ceiling */
+        JOB_END_RUNTIME_FAILED,         /* the runtime died under the payload: the exit is not the payload's */
+} JobEnd;
+int job_end(Job *j, JobEnd end, int r, const char *fmt, ...) _printf_(4, 5);
 int job_fail(Job *j, int r, const char *fmt, ...) _printf_(3, 4);
 void job_outcome_done(JobOutcome *o);
 /* "refused", "failed", "cancelled" or "completed". */

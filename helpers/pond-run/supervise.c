@@ -61,7 +61,7 @@ static int supervise_init(Job *j, const char *job_id) {
 static int supervise_refuse(Job *j, int r) {
         const char *why = j->outcome.reason ?: strerror(-r);
 
-        j->outcome.refused = true;
+        (void) job_end(j, JOB_END_REFUSED, 0, NULL);
         audit_event(&j->audit, POND_EVENT_REFUSED, AUDIT_NO_RC, "refused: %s", why);
         sd_notifyf(false, "STATUS=refused: %s", why);
         if (job_sign(j) < 0)
@@ -76,7 +76,7 @@ static bool result_exists(const JobPaths *paths) {
 
 /* A job that was accepted before and never ended (intake said -ESTALE): its one end is this signed failure. */
 static int supervise_ended_before(Job *j) {
-        j->outcome.failed = true;
+        (void) job_end(j, JOB_END_FAILED, 0, NULL);
         audit_event(&j->audit, POND_EVENT_FAILED, AUDIT_NO_RC, "failed: %s", j->outcome.reason);
         sd_notifyf(false, "STATUS=failed: %s", j->outcome.reason);
         if (job_sign(j) < 0)
@@ -205,28 +205,23 @@ static void sign_failure(Job *j, const char *restart) {
             read_full_file(path, 1024 * 1024, &in->spec_buf, &in->spec_len) >= 0)
                 (void) job_spec_parse(in->spec_buf, in->spec_len, &in->spec, &err);
         if (restart) {
-                j->outcome.failed = true;
-                job_fail(j, 0, "%s while the job was %s: it did not finish", restart,
-                         !claimed ? "waiting for its supervisor (accepted, not yet started)" : phase_words(phase));
+                job_end(j, JOB_END_FAILED, 0, "%s while the job was %s: it did not finish", restart,
+                        !claimed ? "waiting for its supervisor (accepted, not yet started)" : phase_words(phase));
         } else if (!claimed && (stopped_by_request() || (result && streq(result, "success")) ||
                                 (j->bus && unit_is_stopping(j->bus, j->paths.service) > 0))) {
                 /* A stop while the unit was starting: systemd says so in the job it runs now, a stop (a
                  * killed ExecStartPre= or a supervisor not yet running leave SERVICE_RESULT "signal"). */
-                j->outcome.cancelled = true;
-                job_fail(j, 0, "cancelled before it started: the job's service was stopped before its supervisor "
-                         "took the job (%s)", result ?: "?");
+                job_end(j, JOB_END_CANCELLED, 0, "cancelled before it started: the job's service was stopped "
+                        "before its supervisor took the job (%s)", result ?: "?");
         } else if (!claimed) {
-                j->outcome.failed = true;
-                job_fail(j, 0, "failed before it started: the supervisor ended before it took the job (%s %s, %s)",
-                         code ?: "no exit", status ?: "-", result ?: "?");
+                job_end(j, JOB_END_FAILED, 0, "failed before it started: the supervisor ended before it took the "
+                        "job (%s %s, %s)", code ?: "no exit", status ?: "-", result ?: "?");
         } else if (stopped_by_request()) {
-                j->outcome.cancelled = true;
-                job_fail(j, 0, "cancelled: the job's service was stopped before the supervisor could sign "
-                         "(%s %s)", code ?: "?", status ?: "?");
+                job_end(j, JOB_END_CANCELLED, 0, "cancelled: the job's service was stopped before the supervisor "
+                        "could sign (%s %s)", code ?: "?", status ?: "?");
         } else {
-                j->outcome.failed = true;
-                job_fail(j, 0, "the supervisor exited before the job finished (%s %s, %s) while the job was %s",
-                         code ?: "no exit", status ?: "-", result ?: "?", phase_words(phase));
+                job_end(j, JOB_END_FAILED, 0, "the supervisor exited before the job finished (%s %s, %s) while the "
+                        "job was %s", code ?: "no exit", status ?: "-", result ?: "?", phase_words(phase));
         }
         audit_event(&j->audit, j->outcome.cancelled ? POND_EVENT_KILLED : POND_EVENT_FAILED, AUDIT_NO_RC, "%s: %s",
                     job_status(j), j->outcome.reason);
