@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* job-collect.c: step 9 of the design, first half: everything the result reports, gathered once the
+/* job-collect.c: phase 8 of the design: everything the result reports, gathered once the
  * payload is over: its exit (killing and reaping an init a failure left running), OOM kills, the payload
  * and the sidecars stopped (so nothing changes what is collected, and the sidecars' totals are final),
  * input_sha, and the artifacts and the log, put into the staged result directory. */

@@ -23,8 +23,6 @@
 
 /* What waits for a caller while none is attached, or while it is slow: the newest bytes are kept. */
 #define CONSOLE_BACKLOG (64 * 1024)
-/* The caller's input the payload has not read yet: beyond this the caller is not read from. */
-#define CONSOLE_INPUT_MAX (256 * 1024)
 /* Connections at once (attached, execs, not yet said which). */
 #define CONSOLE_CONNS_MAX 16
 /* How long the last output may take to reach the caller when the job ends. */
@@ -240,62 +238,6 @@ static int on_stdin_writable(sd_event_source *s, int fd, uint32_t revents, void 
                 c->stdin_write = safe_close(c->stdin_write);
         }
         return 0;
-}
-
-void job_console_conn_update(ConsoleConn *c) {
-        JobConsole *con = &c->job->console;
-        uint32_t events = 0;
-
-        if (!c->src)
-                return;
-        if (c->kind != CONSOLE_CONN_ATTACHED || con->in_len < CONSOLE_INPUT_MAX)
-                events |= EPOLLIN;
-        if ((c->kind == CONSOLE_CONN_ATTACHED && con->out_len > 0) || c->pending)
-                events |= EPOLLOUT;
-        (void) sd_event_source_set_io_events(c->src, events);
-}
-
-int job_console_conn_send(ConsoleConn *c, ConsoleMessage type, const void *data, size_t len) {
-        int r;
-
-        if (c->fd < 0)
-                return 0; /* the caller is gone: the output is dropped */
-        if (c->pending)
-                return -EBUSY;
-        r = console_send(c->fd, type, data, len, true);
-        if (r != -EAGAIN)
-                return r;
-        c->pending = malloc(len ?: 1);
-        if (!c->pending)
-                return -ENOMEM;
-        memcpy(c->pending, data, len);
-        c->pending_type = type;
-        c->pending_len = len;
-        job_console_conn_update(c);
-        return -EAGAIN;
-}
-
-static void conn_unlink(ConsoleConn *c) {
-        JobConsole *con = &c->job->console;
-
-        for (ConsoleConn **p = &con->conns; *p; p = &(*p)->next)
-                if (*p == c) {
-                        *p = c->next;
-                        break;
-                }
-        if (con->attached == c)
-                con->attached = NULL;
-}
-
-void job_console_conn_free(ConsoleConn *c) {
-        if (!c)
-                return;
-        conn_unlink(c);
-        job_exec_done(c);
-        sd_event_source_disable_unref(c->src);
-        safe_close(c->fd);
-        free(c->pending);
-        free(c);
 }
 
 /* The caller went away (or broke the protocol): an attached one detaches, an exec runs on. */

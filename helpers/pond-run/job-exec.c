@@ -209,6 +209,17 @@ static int runtime_job(Job *j, char **ret_log) {
         return asprintf(ret_log, "%s/" JOB_RUNTIME_LOG, j->paths.run) < 0 ? -ENOMEM : 0;
 }
 
+/* The release hook of an exec's connection (job_console_conn_free()). */
+static void exec_release(ConsoleConn *c) {
+        c->child_src = sd_event_source_disable_unref(c->child_src);
+        for (int i = 0; i < 2; i++) {
+                c->pipe_src[i] = sd_event_source_disable_unref(c->pipe_src[i]);
+                c->pipe[i] = safe_close(c->pipe[i]);
+        }
+        uncount(c);
+        sigkill_wait(&c->pid); /* the job ended under it: its process in the scope went with the scope */
+}
+
 int job_exec_start(ConsoleConn *c, char **argv) {
         Job *j = c->job;
         JobConsole *con = &j->console;
@@ -218,6 +229,7 @@ int job_exec_start(ConsoleConn *c, char **argv) {
         char words[512];
         int r;
 
+        c->release = exec_release;
         if (con->listen < 0 || j->outcome.ended_usec != 0 || j->runtime.init_pid <= 0)
                 return refuse(c, -ESRCH, "job %s is not running: exec refused", j->paths.id);
         if (!j->input.provider->exec_argv)
@@ -270,14 +282,4 @@ int job_exec_start(ConsoleConn *c, char **argv) {
         if (write(go, "g", 1) != 1)
                 log_warning_errno(errno, "Cannot let exec %u go: %m", c->number); /* it exits 127: reported */
         return 0;
-}
-
-void job_exec_done(ConsoleConn *c) {
-        c->child_src = sd_event_source_disable_unref(c->child_src);
-        for (int i = 0; i < 2; i++) {
-                c->pipe_src[i] = sd_event_source_disable_unref(c->pipe_src[i]);
-                c->pipe[i] = safe_close(c->pipe[i]);
-        }
-        uncount(c);
-        sigkill_wait(&c->pid); /* the job ended under it: its process in the scope went with the scope */
 }

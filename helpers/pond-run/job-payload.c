@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* job-payload.c: acting on the running payload, for the run loop and the features that watch it (the
  * console, the resource view, the sidecars, the runtime's own processes): reading the kernel's OOM kills,
- * killing the payload, cancelling the job (a signal, a caller that hung up, the cost ceiling). It calls no
- * phase and no feature. */
+ * killing the payload, cancelling the job (a signal, a caller that hung up, the cost ceiling), telling whether
+ * a stop of its service is under way. It calls no phase and no feature. */
 #include <inttypes.h>
 #include <signal.h>
 #include <systemd/sd-daemon.h>
@@ -82,4 +82,16 @@ void job_cost_ceiling(Job *j) {
                                        on_ceiling_grace, j);
         if (r < 0)
                 job_kill_payload(j); /* no timer: at once rather than never */
+}
+
+/* `systemctl stop` of the job's service also stops the scope (BindsTo=), and systemd may signal the payload
+ * before the run loop has read its own SIGTERM: an init that dies then was cancelled, not completed. Either the
+ * SIGTERM is still pending here, or the service is being stopped. */
+bool job_stop_requested(Job *j) {
+        sigset_t pending;
+
+        if (sigpending(&pending) >= 0 &&
+            (sigismember(&pending, SIGTERM) == 1 || sigismember(&pending, SIGINT) == 1))
+                return true;
+        return j->bus && unit_is_stopping(j->bus, j->paths.service) > 0;
 }

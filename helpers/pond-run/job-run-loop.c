@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* job-run-loop.c: steps 7 and 8 of the design, while the job runs: drain its stdout/stderr into the log,
+/* job-run-loop.c: phase 7 of the design, while the job runs: drain its stdout/stderr into the log,
  * enforce the wall clock, honour cancellation (SIGTERM from `systemctl stop`) and the cost ceiling (the
  * broker's unit changes, job-broker.c), notice the runtime dying under the payload (job-runtime-failed.c)
  * and the container's init exiting. */
@@ -76,18 +76,6 @@ static int on_oom(sd_event_source *s, int fd, uint32_t revents, void *userdata) 
         (void) read(fd, &n, sizeof n);
         job_read_oom_kills(l->job);
         return 0;
-}
-
-/* `systemctl stop` of the job's service also stops the scope (BindsTo=), and systemd may signal the payload
- * before this loop has read its own SIGTERM: an init that dies then was cancelled, not completed. Either the
- * SIGTERM is still pending here, or the service is being stopped. */
-bool job_stop_requested(Job *j) {
-        sigset_t pending;
-
-        if (sigpending(&pending) >= 0 &&
-            (sigismember(&pending, SIGTERM) == 1 || sigismember(&pending, SIGINT) == 1))
-                return true;
-        return j->bus && unit_is_stopping(j->bus, j->paths.service) > 0;
 }
 
 static int on_init_exit(sd_event_source *s, const siginfo_t *si, void *userdata) {

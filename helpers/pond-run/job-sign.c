@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* job-sign.c: step 9 of the design, second half: the signed result: what was issued (input_sha), what ran
+/* job-sign.c: phase 9 of the design: the signed result: what was issued (input_sha), what ran
  * (posture), what happened (exit, signal, time-out, OOM, cancellation), what it printed and what it
  * changed (job_collect() put those into the staged directory). Building the JSON only reads the Job;
  * the result appears in one step, signed, or not at all. Also for refusals and for `pond-run --cleanup`. */

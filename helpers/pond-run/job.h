@@ -181,8 +181,12 @@ typedef struct ConsoleConn {
         bool counted;                   /* exec: it counts in JobConsole.execs_running */
         int status;                     /* exec: its rc, or 128 + N for signal N */
         unsigned number;
+        void (*release)(struct ConsoleConn *c); /* exec: its process and pipes, released with the connection */
         struct ConsoleConn *next;
 } ConsoleConn;
+
+/* The caller's input the payload has not read yet: beyond this the caller is not read from. */
+#define CONSOLE_INPUT_MAX (256 * 1024)
 
 /* The job's console (job-console.c): a tty job's pty master and a stdin job's pipe, and the socket pondctl
  * attaches and execs through (console.h; docs/job-spec.md, "Interactive jobs"). */
@@ -448,7 +452,8 @@ int job_console_watch(Job *j, sd_event *e, void (*closed)(void *userdata), void 
 /* The init has exited: no new connections, no new execs. */
 void job_console_stop(Job *j);
 void job_console_done(JobConsole *c);
-/* For job-exec.c: one packet to a connection's caller (queued when it cannot take it), its end. */
+/* job-console-conn.c, for job-console.c and job-exec.c: one packet to a connection's caller (queued when it
+ * cannot take it), the events it waits for, its end (which calls its release hook). */
 int job_console_conn_send(ConsoleConn *c, ConsoleMessage type, const void *data, size_t len);
 void job_console_conn_free(ConsoleConn *c);
 void job_console_conn_update(ConsoleConn *c);
@@ -460,7 +465,6 @@ void job_console_conn_update(ConsoleConn *c);
 int job_exec_start(ConsoleConn *c, char **argv);
 /* The exec's pipes may go on (the caller took the pending packet). */
 void job_exec_resume(ConsoleConn *c);
-void job_exec_done(ConsoleConn *c);
 
 /* 6. job-start.c: once the sidecars are up, the container's init is let go. */
 int job_start(Job *j);
@@ -476,8 +480,6 @@ void job_runtime_failed(Job *j, const char *what);
 
 /* 7. job-run-loop.c: output, wall clock, cancellation, cost ceiling, until the init has exited. */
 int job_run_loop(Job *j);
-/* A stop of the job's service is under way: its SIGTERM is pending here, or the unit is deactivating. */
-bool job_stop_requested(Job *j);
 
 /*    job-payload.c: acting on the running payload, for the loop and the features that watch it. */
 /* Reads the scope's oom_kill count while it is there: the only thing that makes a job OOM-killed. */
@@ -486,6 +488,8 @@ void job_read_oom_kills(Job *j);
 void job_kill_payload(Job *j);
 /* Marks the job cancelled and says so, once. */
 void job_cancel(Job *j, const char *why);
+/* A stop of the job's service is under way: its SIGTERM is pending here, or the unit is deactivating. */
+bool job_stop_requested(Job *j);
 /* kill_on_hangup: the attached caller went away without detaching: the job is cancelled. */
 void job_console_hangup(Job *j);
 /* The broker reports the job's budget spent: the job is cancelled, the reason recorded, and the payload
