@@ -389,7 +389,7 @@ static int wait_local(CtlWait *w, const char *unit, const char *result_json) {
         for (;;) {
                 _cleanup_(ctl_unit_state_done) CtlUnitState st = {};
                 uint64_t now = clock_usec(CLOCK_MONOTONIC), pause;
-                bool queried = false;
+                int q = 1; /* the unit's state read now: 0; failed: < 0; not asked: 1 */
 
                 if (cancel_requests > handled) {
                         if (handled++ > 0)
@@ -405,23 +405,23 @@ static int wait_local(CtlWait *w, const char *unit, const char *result_json) {
                 if (now >= next_query) {
                         if (stop_pending)
                                 stop_pending = !unit_stop(unit);
-                        r = unit_state(w, unit, &st);
-                        if (r == -EINTR)
+                        q = unit_state(w, unit, &st);
+                        if (q == -EINTR)
                                 continue;
                         next_query = now + CTL_WAIT_UNIT_POLL_USEC;
-                        if (r < 0) {
-                                r = bus_lost(w, unit, r, &lost_since);
-                                if (r > 0)
-                                        return r;
-                        } else {
-                                lost_since = 0;
-                                queried = true;
-                        }
                 }
+                /* A finished job's result is there without a bus. */
                 if (access(result_json, F_OK) >= 0)
                         return 0;
-                if (queried && !ctl_unit_state_is_running(&st))
-                        return report_no_result(w, unit);
+                if (q < 0) {
+                        r = bus_lost(w, unit, q, &lost_since);
+                        if (r > 0)
+                                return r;
+                } else if (q == 0) {
+                        lost_since = 0;
+                        if (!ctl_unit_state_is_running(&st))
+                                return report_no_result(w, unit);
+                }
                 pause = next_query > now ? next_query - now : 0;
                 /* The log is followed at the tick; the result without a watch too. */
                 if (w->log || watch < 0)
