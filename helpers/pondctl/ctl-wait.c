@@ -253,8 +253,8 @@ static bool remote_interrupted(const CtlWait *w, int handled) {
 }
 
 /* -H: returns 0 once the unit has stopped (the result is then fetched, one fetch rather than a poll over
- * ssh), else the exit status to fail with. The unit is watched over the remote bus, held throughout: it is
- * the worker's, reached over ssh, and counts against no local limit. */
+ * ssh), else the exit status to fail with. The unit is watched over the remote bus, held throughout: one
+ * ssh and one systemd-stdio-bridge, whose connection counts against the ssh login's user on the worker. */
 static int wait_remote(CtlWait *w, const char *unit) {
         _cleanup_(sd_bus_slot_unrefp) sd_bus_slot *slot = NULL;
         uint64_t last_query = 0;
