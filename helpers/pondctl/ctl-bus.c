@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ctl-bus.c: pondctl's side of systemd: starting and stopping pond-job@ID.service, reading its state, and
- * being told when it changes (so waiting for the end costs one signal, not a busy poll). */
+/* ctl-bus.c: pondctl's side of systemd: starting and stopping pond-job@ID.service, reading its state (over
+ * a connection held by the caller, or one made for the call alone), and being told when it changes (-H: so
+ * waiting for the end over ssh costs one signal, not a busy poll). */
 #include <string.h>
 #include <time.h>
 
@@ -52,6 +53,19 @@ int ctl_unit_call(sd_bus *bus, const char *method, const char *unit, char **ret_
                         *ret_error = NULL;
         }
         return r;
+}
+
+int ctl_unit_call_once(const char *method, const char *unit, char **ret_error) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        int r;
+
+        r = ctl_bus_open(&bus);
+        if (r < 0) {
+                if (ret_error && asprintf(ret_error, "cannot connect to the system bus: %s", strerror(-r)) < 0)
+                        *ret_error = NULL;
+                return r;
+        }
+        return ctl_unit_call(bus, method, unit, ret_error);
 }
 
 static int unit_path(const char *unit, char **ret) {
@@ -123,6 +137,16 @@ int ctl_unit_get_state(sd_bus *bus, const char *unit, bool with_status, CtlUnitS
         *ret = s;
         s = (CtlUnitState) {};
         return 0;
+}
+
+int ctl_unit_get_state_once(const char *unit, bool with_status, CtlUnitState *ret) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        int r;
+
+        r = ctl_bus_open(&bus);
+        if (r < 0)
+                return r;
+        return ctl_unit_get_state(bus, unit, with_status, ret);
 }
 
 void ctl_unit_state_done(CtlUnitState *s) {

@@ -23,6 +23,7 @@
 /* Ctrl-]: the byte that detaches a tty caller (as telnet's escape). */
 #define CTL_DETACH_BYTE 0x1d
 #define CTL_CONNECT_TICK_USEC (20ULL * 1000)
+#define CTL_CONNECT_UNIT_POLL_USEC (1000ULL * 1000)
 
 static volatile sig_atomic_t winch, quit;
 
@@ -57,22 +58,28 @@ static void send_winsize(int sock) {
 }
 
 /* Connects to the job's console, waiting while the job is being set up (the socket exists while the payload
- * runs). 0 and the fd; -ESRCH when the job has ended (or never got to run); other errors as they are. */
-static int connect_wait(sd_bus *bus, const JobPaths *paths, const char *job_id, bool wait, int *ret_fd) {
+ * runs). 0 and the fd; -ESRCH when the job has ended (or never got to run); other errors as they are. The
+ * unit is asked now and then, each time over a connection made for the question (ctl_wait()'s reason). */
+static int connect_wait(const JobPaths *paths, const char *job_id, bool wait, int *ret_fd) {
         _cleanup_free_ char *unit = NULL, *result = NULL;
+        uint64_t next_query = 0;
 
         if (unit_name(UNIT_JOB_SERVICE, job_id, &unit) < 0 || asprintf(&result, "%s/%s", paths->results, job_id) < 0)
                 return -ENOMEM;
         for (;;) {
                 _cleanup_(ctl_unit_state_done) CtlUnitState st = {};
+                uint64_t now = clock_usec(CLOCK_MONOTONIC);
                 int r = console_connect(paths->console, ret_fd);
 
                 if (r >= 0 || (r != -ENOENT && r != -ECONNREFUSED))
                         return r;
                 if (!wait || access(result, F_OK) >= 0)
                         return -ESRCH;
-                if (bus && ctl_unit_get_state(bus, unit, false, &st) >= 0 && !ctl_unit_state_is_running(&st))
-                        return -ESRCH;
+                if (now >= next_query) {
+                        next_query = now + CTL_CONNECT_UNIT_POLL_USEC;
+                        if (ctl_unit_get_state_once(unit, false, &st) >= 0 && !ctl_unit_state_is_running(&st))
+                                return -ESRCH;
+                }
                 (void) nanosleep(&(struct timespec) { 0, CTL_CONNECT_TICK_USEC * 1000 }, NULL);
         }
 }
@@ -225,7 +232,7 @@ int ctl_console_session(CtlConsole *c) {
         int mode, r;
 
         c->detached = false;
-        r = connect_wait(c->bus, c->paths, c->job_id, c->wait, &sock);
+        r = connect_wait(c->paths, c->job_id, c->wait, &sock);
         if (r == -ESRCH) {
                 if (!c->wait)
                         log_error("Job %s is not running: nothing to attach to.", c->job_id);
@@ -257,7 +264,6 @@ void ctl_console_done(CtlConsole *c) {
 
 int ctl_verb_attach(int argc, char *argv[]) {
         _cleanup_(ctl_console_done) CtlConsole c = { .pump = PIDREF_NULL };
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(job_paths_done) JobPaths paths = {};
         uint8_t pk[KEY_SIGN_PUBLIC_SIZE];
         const char *id;
@@ -272,8 +278,7 @@ int ctl_verb_attach(int argc, char *argv[]) {
                 return ctl_fail(CTL_EXIT_NOT_FOUND, "No job %s.", id);
         if (ctl_load_public_key(NULL, pk) < 0)
                 return CTL_EXIT_UNVERIFIED;
-        (void) ctl_bus_open(&bus);
-        c = (CtlConsole) { .bus = bus, .paths = &paths, .job_id = id, .pump = PIDREF_NULL };
+        c = (CtlConsole) { .paths = &paths, .job_id = id, .pump = PIDREF_NULL };
         r = ctl_console_session(&c);
         if (r < 0)
                 return CTL_EXIT_ERROR;
@@ -287,7 +292,7 @@ int ctl_verb_attach(int argc, char *argv[]) {
                 r = pidref_wait(&c.pump, USEC_INFINITY, &si);
                 return r < 0 || !siginfo_exited_ok(&si) ? CTL_EXIT_ERROR : CTL_EXIT_OK;
         }
-        return ctl_wait(&(CtlWait) { .bus = bus, .job_id = id, .paths = &paths, .pk = pk, .quiet = true });
+        return ctl_wait(&(CtlWait) { .job_id = id, .paths = &paths, .pk = pk, .quiet = true });
 }
 
 static const char *state_of(const JobPaths *paths, const char *id, sd_bus *bus, char **buf) {

@@ -249,9 +249,10 @@ int ctl_verb_run(int argc, char *argv[]) {
         /* A reader that goes away must not kill us mid-wait: the job would run on unattended. */
         (void) signal(SIGPIPE, SIG_IGN);
         if (a.spec.tty || a.spec.stdin_open) {
-                /* the console appears once the payload runs; a job that never gets there has a result */
-                console = (CtlConsole) { .bus = bus, .paths = &paths, .job_id = id, .wait = true,
-                                         .pump = PIDREF_NULL };
+                /* the console appears once the payload runs; a job that never gets there has a result. A
+                 * session lasts as long as the job: no connection of root's is held through it (ctl_wait()). */
+                bus = sd_bus_flush_close_unref(bus);
+                console = (CtlConsole) { .paths = &paths, .job_id = id, .wait = true, .pump = PIDREF_NULL };
                 r = ctl_console_session(&console);
                 if (r >= 0 && console.detached) {
                         log_info("%s job %s; it runs on%s (pondctl attach %s).",
@@ -260,7 +261,7 @@ int ctl_verb_run(int argc, char *argv[]) {
                         return CTL_EXIT_OK;
                 }
                 if (r >= 0 && console.tty) /* its output came through the terminal, and is in the result */
-                        return ctl_wait(&(CtlWait) { .bus = bus, .job_id = id, .paths = &paths, .pk = pk,
+                        return ctl_wait(&(CtlWait) { .job_id = id, .paths = &paths, .pk = pk,
                                                      .quiet = a.quiet });
         }
         if (asprintf(&log_dir, "%s/log", paths.spool) < 0 ||

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* ctl-wait.c: the tail of `pondctl run` and all of `pondctl wait`: stream the log while the job runs, wait
- * until its signed result exists, cancel on SIGINT/SIGTERM, verify the result against the pinned key, and
- * turn it into an exit status. The job's teardown goes on after its result exists (issue 12): a result is
- * final once it is there (written whole, then renamed into place), and whatever the teardown still holds
- * (address, uid range, cgroups) is given back only once it is proven free. */
+ * until its signed result exists (holding no system-bus connection meanwhile), cancel on SIGINT/SIGTERM,
+ * verify the result against the pinned key, and turn it into an exit status. The job's teardown goes on
+ * after its result exists (issue 12): a result is final once it is there (written whole, then renamed into
+ * place), and whatever the teardown still holds (address, uid range, cgroups) is given back only once it is
+ * proven free. */
+#include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <time.h>
 
 #include "basic/json-util.h"
@@ -13,10 +16,14 @@
 #include "ctl.h"
 #include "result/result.h"
 
-/* Short enough that the end of a job is noticed within a few ms even without a change signal. */
+/* How often the log is followed (and the result looked for where the results directory cannot be watched),
+ * and -H's bus looked at between change signals. */
 #define CTL_WAIT_TICK_USEC (5ULL * 1000)
-/* Before the result exists the unit is only asked this often (a change signal wakes us sooner). */
+/* -H: before the unit has stopped it is only asked this often (a change signal wakes us sooner). */
 #define CTL_WAIT_QUERY_USEC (100ULL * 1000)
+/* Local: the unit is asked this often, each time over a connection made for the question, only to notice one
+ * that ended without a result (the result itself is seen at once). */
+#define CTL_WAIT_UNIT_POLL_USEC (2ULL * 1000 * 1000)
 
 static volatile sig_atomic_t cancel_requests;
 
@@ -188,32 +195,31 @@ static void drain_log(const CtlWait *w) {
                 log_debug_errno(r, "Cannot follow the log of %s: %m", w->job_id);
 }
 
-/* The first signal cancels the job and keeps waiting for its (signed, "cancelled") result; the second gives
- * up waiting: the cancellation goes on without us. */
-static int on_cancel(CtlWait *w, const char *unit, int n) {
+static int give_up(const CtlWait *w) {
+        log_error("Not waiting for job %s any more; it is being cancelled.", w->job_id);
+        return CTL_EXIT_CANCELLED;
+}
+
+/* -H: the first signal cancels the job and keeps waiting for its (signed, "cancelled") result; the second
+ * gives up waiting: the cancellation goes on without us. */
+static int on_cancel_remote(CtlWait *w, const char *unit, int n) {
         _cleanup_free_ char *err = NULL;
 
-        if (n > 0 || !w->bus) {
-                log_error("Not waiting for job %s any more; it is being cancelled.", w->job_id);
-                return CTL_EXIT_CANCELLED;
-        }
+        if (n > 0)
+                return give_up(w);
         log_notice("Cancelling job %s (interrupt again to stop waiting)...", w->job_id);
-        /* -H: the ssh under the remote bus is in our process group, and a Ctrl-C on the terminal killed it
-         * too: the StopUnit, and the rest of the wait, go over a new connection (made after the signal). */
-        if (w->fetch && !w->reconnected && ctl_host_bus_open(&w->reconnected) >= 0)
+        /* The ssh under the remote bus is in our process group, and a Ctrl-C on the terminal killed it too: the
+         * StopUnit, and the rest of the wait, go over a new connection (made after the signal). */
+        if (!w->reconnected && ctl_host_bus_open(&w->reconnected) >= 0)
                 w->bus = w->reconnected;
         if (ctl_unit_call(w->bus, "StopUnit", unit, &err) < 0)
                 ctl_log_error_untrusted("Cannot stop %s: %s", unit, err ?: "unknown error");
         return 0;
 }
 
-static int tick(sd_bus *bus) {
+static int tick_remote(sd_bus *bus) {
         int r;
 
-        if (!bus) {
-                (void) nanosleep(&(struct timespec) { 0, CTL_WAIT_TICK_USEC * 1000 }, NULL);
-                return 0;
-        }
         do
                 r = sd_bus_process(bus, NULL);
         while (r > 0);
@@ -227,7 +233,10 @@ static int report_no_result(const CtlWait *w, const char *unit) {
         bool text;
 
         drain_log(w);
-        (void) ctl_unit_get_state(w->bus, unit, true, &st);
+        if (w->fetch)
+                (void) ctl_unit_get_state(w->bus, unit, true, &st);
+        else
+                (void) ctl_unit_get_state_once(unit, true, &st);
         text = st.status_text && *st.status_text;
         /* The status text is the supervisor's, and may quote the spec; with -H all of it is the worker's. */
         ctl_log_error_untrusted("%s ended without a result (%s%s%s%s%s).", unit, st.active_state ?: "state unknown",
@@ -240,14 +249,110 @@ static int report_no_result(const CtlWait *w, const char *unit) {
  * counted by the time the dead connection is seen (the signal is delivered on the way back from that very
  * call): the loop goes round once more to cancel over a new connection instead of failing on the old one. */
 static bool remote_interrupted(const CtlWait *w, int handled) {
-        return w->fetch && !w->reconnected && cancel_requests > handled;
+        return !w->reconnected && cancel_requests > handled;
 }
 
-/* The bus failed (r) while following a local job: a new connection is tried next (not before *retry_at), and
- * the result is followed meanwhile; CTL_EXIT_LOST once nothing answered for CTL_BUS_DEADLINE_USEC, or the
- * error's exit status if it cannot pass by itself. 0: keep following. */
-static int bus_lost(CtlWait *w, const char *unit, int r, uint64_t *lost_since, uint64_t *retry_at,
-                    uint64_t *pause) {
+/* -H: returns 0 once the unit has stopped (the result is then fetched, one fetch rather than a poll over
+ * ssh), else the exit status to fail with. The unit is watched over the remote bus, held throughout: one
+ * ssh and one systemd-stdio-bridge, whose connection counts against the ssh login's user on the worker. */
+static int wait_remote(CtlWait *w, const char *unit) {
+        _cleanup_(sd_bus_slot_unrefp) sd_bus_slot *slot = NULL;
+        uint64_t last_query = 0;
+        bool changed = true;
+        int handled = 0, r;
+
+        r = ctl_unit_watch(w->bus, unit, &changed, &slot);
+        if (r < 0)
+                log_debug_errno(r, "Cannot subscribe to changes of %s, polling: %m", unit);
+        for (;;) {
+                _cleanup_(ctl_unit_state_done) CtlUnitState st = {};
+                uint64_t now = clock_usec(CLOCK_MONOTONIC);
+
+                if (cancel_requests > handled) {
+                        r = on_cancel_remote(w, unit, handled++);
+                        if (r > 0)
+                                return r;
+                }
+                if (changed || now - last_query >= CTL_WAIT_QUERY_USEC) {
+                        changed = false;
+                        r = ctl_unit_get_state(w->bus, unit, false, &st);
+                        if (r == -EINTR || (r < 0 && remote_interrupted(w, handled)))
+                                continue;
+                        if (r < 0)
+                                return ctl_fail_errno(CTL_EXIT_FAILED, r, "Cannot get the state of %s: %m", unit);
+                        last_query = now;
+                        if (!ctl_unit_state_is_running(&st))
+                                return 0;
+                        *w->seen_running = true;
+                }
+                r = tick_remote(w->bus);
+                if (r < 0 && remote_interrupted(w, handled))
+                        continue;
+                if (r < 0)
+                        return ctl_fail_errno(CTL_EXIT_FAILED, r, "Lost the system bus while waiting for %s: %m",
+                                              unit);
+        }
+}
+
+/* The results directory watched for new entries (a result is renamed into place whole): an inotify fd, or
+ * -errno (then the result is looked for every tick). */
+static int results_watch(const JobPaths *p) {
+        _cleanup_close_ int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+
+        if (fd < 0)
+                return -errno;
+        if (inotify_add_watch(fd, p->results, IN_CREATE | IN_MOVED_TO | IN_ONLYDIR) < 0)
+                return -errno;
+        return TAKE_FD(fd);
+}
+
+/* Sleeps up to usec, less if the results directory changes (watch >= 0) or a signal comes. */
+static void results_wait(int watch, uint64_t usec) {
+        struct timespec ts = { .tv_sec = (time_t) (usec / (1000 * 1000)),
+                               .tv_nsec = (long) (usec % (1000 * 1000)) * 1000 };
+        char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+
+        if (watch < 0) {
+                (void) nanosleep(&ts, NULL);
+                return;
+        }
+        if (ppoll(&(struct pollfd) { .fd = watch, .events = POLLIN }, 1, &ts, NULL) > 0)
+                while (read(watch, buf, sizeof buf) > 0)
+                        ;
+}
+
+/* The unit's state: over the caller's connection the first time (it is closed then: nothing waits on it), then
+ * each time over a connection made for the call. */
+static int unit_state(CtlWait *w, const char *unit, CtlUnitState *ret) {
+        int r;
+
+        if (!w->bus)
+                return ctl_unit_get_state_once(unit, false, ret);
+        r = ctl_unit_get_state(w->bus, unit, false, ret);
+        sd_bus_close(w->bus);
+        w->bus = NULL;
+        return r;
+}
+
+/* StopUnit over a connection of its own; false if a bus that refused it or did not answer is to be asked
+ * again (at the next query: a stop sent twice is one stop). */
+static bool unit_stop(const char *unit) {
+        _cleanup_free_ char *err = NULL;
+        int r = ctl_unit_call_once("StopUnit", unit, &err);
+
+        if (r >= 0 || !ctl_bus_error_transient(r)) {
+                if (r < 0)
+                        ctl_log_error_untrusted("Cannot stop %s: %s", unit, err ?: strerror(-r));
+                return true;
+        }
+        log_debug("Cannot stop %s yet: %s; trying again.", unit, err ?: strerror(-r));
+        return false;
+}
+
+/* The bus failed (r) while following a local job: its result is followed meanwhile and the unit asked again
+ * at the next query; CTL_EXIT_LOST once nothing answered for CTL_BUS_DEADLINE_USEC, or the error's exit
+ * status if it cannot pass by itself. 0: keep following. */
+static int bus_lost(const CtlWait *w, const char *unit, int r, uint64_t *lost_since) {
         uint64_t now = clock_usec(CLOCK_MONOTONIC);
 
         if (!ctl_bus_error_transient(r))
@@ -261,88 +366,75 @@ static int bus_lost(CtlWait *w, const char *unit, int r, uint64_t *lost_since, u
                                       "%llu s (%m) and the job has no result yet; it may still run (pondctl "
                                       "wait %s).", w->job_id, CTL_BUS_DEADLINE_USEC / (1000 * 1000ULL),
                                       w->job_id);
-        /* The caller's connection is left to it; ours, made here, is replaced. */
-        w->reconnected = sd_bus_flush_close_unref(w->reconnected);
-        w->bus = ctl_bus_open(&w->reconnected) >= 0 ? w->reconnected : NULL;
-        *pause = MIN(MAX(*pause * 2, 10ULL * 1000), 2ULL * 1000 * 1000);
-        *retry_at = now + *pause;
         return 0;
 }
 
-/* Returns 0 once the result exists, else the exit status to fail with. The unit may still be tearing the
- * job down: nothing in the result changes after it is renamed into place, and a result written by the
- * cleanup (the supervisor died) is there only once the cleanup has written it. */
-static int wait_loop(CtlWait *w, const char *unit, const char *result_json, bool *changed) {
-        uint64_t last_query = 0, lost_since = 0, retry_at = 0, pause = 0;
+/* Returns 0 once the result exists, else the exit status to fail with. The job is followed through the files
+ * pond writes: the result appearing (inotify on the results directory) and the log; the unit is asked every
+ * CTL_WAIT_UNIT_POLL_USEC, over a connection made for that one question, only to notice one that ended
+ * without a result. So a waiting pondctl holds no system-bus connection: dbus-daemon allows each uid 256
+ * (max_connections_per_user), and one held by every caller of a running job would leave its supervisor
+ * none. The unit may still be tearing the job down: nothing in the result changes after it is renamed into
+ * place, and a result written by the cleanup (the supervisor died) is there only once the cleanup has
+ * written it. */
+static int wait_local(CtlWait *w, const char *unit, const char *result_json) {
+        _cleanup_close_ int watch = results_watch(w->paths);
+        uint64_t next_query = 0, lost_since = 0;
+        bool stop_pending = false;
         int handled = 0, r;
 
+        if (watch < 0)
+                log_debug_errno(watch, "Cannot watch %s, looking for the result every %llu ms: %m",
+                                w->paths->results, CTL_WAIT_TICK_USEC / 1000);
         for (;;) {
                 _cleanup_(ctl_unit_state_done) CtlUnitState st = {};
-                uint64_t now = clock_usec(CLOCK_MONOTONIC);
-                bool due = lost_since > 0 ? now >= retry_at
-                                          : w->bus && (*changed || now - last_query >= CTL_WAIT_QUERY_USEC);
+                uint64_t now = clock_usec(CLOCK_MONOTONIC), pause;
+                int q = 1; /* the unit's state read now: 0; failed: < 0; not asked: 1 */
 
                 if (cancel_requests > handled) {
-                        r = on_cancel(w, unit, handled++);
-                        if (r > 0)
-                                return r;
+                        if (handled++ > 0)
+                                return give_up(w);
+                        log_notice("Cancelling job %s (interrupt again to stop waiting)...", w->job_id);
+                        stop_pending = true;
+                        next_query = 0;
                 }
                 drain_log(w);
                 /* The unit first, then the result: a result that appears in between is seen next time, and
                  * a stopped unit seen before a missing result really has none (cleanup writes one while the
                  * unit is still deactivating). */
-                if (due) {
-                        *changed = false;
-                        r = w->bus ? ctl_unit_get_state(w->bus, unit, false, &st) : -ENOTCONN;
-                        if (r == -EINTR || (r < 0 && remote_interrupted(w, handled)))
+                if (now >= next_query) {
+                        if (stop_pending)
+                                stop_pending = !unit_stop(unit);
+                        q = unit_state(w, unit, &st);
+                        if (q == -EINTR)
                                 continue;
-                        if (r < 0 && w->fetch) {
-                                log_error_errno(r, "Cannot get the state of %s: %m", unit);
-                                return CTL_EXIT_FAILED;
-                        }
-                        if (r < 0) {
-                                r = bus_lost(w, unit, r, &lost_since, &retry_at, &pause);
-                                if (r > 0)
-                                        return r;
-                                due = false;
-                        } else
-                                lost_since = pause = 0;
-                        last_query = now;
+                        next_query = now + CTL_WAIT_UNIT_POLL_USEC;
                 }
-                if (due && ctl_unit_state_is_running(&st))
-                        *w->seen_running = true;
-                if (!w->fetch && access(result_json, F_OK) >= 0)
+                /* A finished job's result is there without a bus. */
+                if (access(result_json, F_OK) >= 0)
                         return 0;
-                if (!w->bus && lost_since == 0) {
-                        log_error("Job %s has no result, and without the system bus its unit cannot be "
-                                  "watched.", w->job_id);
-                        return CTL_EXIT_FAILED;
-                } else if (due && !ctl_unit_state_is_running(&st))
-                        /* A worker's result is looked for once its unit has stopped (one fetch, not a poll
-                         * over ssh); here, a stopped unit without a result has none. */
-                        return w->fetch ? 0 : report_no_result(w, unit);
-                r = tick(w->bus);
-                if (r < 0 && remote_interrupted(w, handled))
-                        continue;
-                if (r < 0 && !w->fetch) {
-                        r = bus_lost(w, unit, r, &lost_since, &retry_at, &pause);
+                if (q < 0) {
+                        r = bus_lost(w, unit, q, &lost_since);
                         if (r > 0)
                                 return r;
-                        continue;
+                } else if (q == 0) {
+                        lost_since = 0;
+                        if (!ctl_unit_state_is_running(&st))
+                                return report_no_result(w, unit);
                 }
-                if (r < 0) {
-                        log_error_errno(r, "Lost the system bus while waiting for %s: %m", unit);
-                        return CTL_EXIT_FAILED;
-                }
+                pause = next_query > now ? next_query - now : 0;
+                /* The log is followed at the tick; the result without a watch too. */
+                if (w->log || watch < 0)
+                        pause = MIN(pause, CTL_WAIT_TICK_USEC);
+                results_wait(watch, pause);
         }
 }
 
 int ctl_wait(CtlWait *w) {
         _cleanup_free_ char *unit = NULL, *dir = NULL, *result_json = NULL, *err = NULL;
-        _cleanup_(sd_bus_slot_unrefp) sd_bus_slot *slot = NULL;
         _cleanup_json_ json_object *verified = NULL;
         struct sigaction sa = { .sa_handler = on_cancel_signal }, old_int, old_term;
-        bool changed = true, seen_running = false;
+        bool seen_running = false;
         int r;
 
         w->seen_running = &seen_running;
@@ -350,16 +442,11 @@ int ctl_wait(CtlWait *w) {
             (!w->fetch && ctl_result_dir(w->paths, w->job_id, &dir) < 0) ||
             (!w->fetch && asprintf(&result_json, "%s/%s", dir, RESULT_JSON_FILE) < 0))
                 return log_oom();
-        if (w->bus) {
-                r = ctl_unit_watch(w->bus, unit, &changed, &slot);
-                if (r < 0)
-                        log_debug_errno(r, "Cannot subscribe to changes of %s, polling: %m", unit);
-        }
         cancel_requests = 0;
         sigemptyset(&sa.sa_mask);
         (void) sigaction(SIGINT, &sa, &old_int);
         (void) sigaction(SIGTERM, &sa, &old_term);
-        r = wait_loop(w, unit, result_json, &changed);
+        r = w->fetch ? wait_remote(w, unit) : wait_local(w, unit, result_json);
         (void) sigaction(SIGINT, &old_int, NULL);
         (void) sigaction(SIGTERM, &old_term, NULL);
         if (r > 0)
@@ -382,7 +469,6 @@ int ctl_wait(CtlWait *w) {
         }
         r = finish(w, dir, verified);
 finish:
-        slot = sd_bus_slot_unref(slot);
         w->reconnected = sd_bus_flush_close_unref(w->reconnected);
         return r;
 }

@@ -112,6 +112,11 @@ void ctl_bus_backoff(uint64_t *pause);
 /* StartUnit/StopUnit (method) with mode "replace"; *ret_error says why in words on failure. */
 int ctl_unit_call(sd_bus *bus, const char *method, const char *unit, char **ret_error);
 int ctl_unit_get_state(sd_bus *bus, const char *unit, bool with_status, CtlUnitState *ret);
+/* The same, each over a connection of its own, made for the call and closed after it: dbus-daemon counts
+ * every open connection against the caller's uid (max_connections_per_user), so what waits long holds none
+ * between calls. */
+int ctl_unit_call_once(const char *method, const char *unit, char **ret_error);
+int ctl_unit_get_state_once(const char *unit, bool with_status, CtlUnitState *ret);
 void ctl_unit_state_done(CtlUnitState *s);
 /* Whether systemd has the unit loaded now (Manager.GetUnit, which loads nothing): 1, 0, or -errno. */
 int ctl_unit_is_known(sd_bus *bus, const char *unit);
@@ -164,6 +169,9 @@ int ctl_result_dir(const JobPaths *p, const char *job_id, char **ret);
 
 typedef struct CtlWait CtlWait;
 struct CtlWait {
+        /* -H: the worker's bus, over which the unit is watched. Local: NULL, or a connection of the caller's,
+         * used once and closed (sd_bus_close(); the caller still drops its reference): the job is followed
+         * through its files, and the unit asked over a connection made for each question. */
         sd_bus *bus;
         const char *job_id;
         const JobPaths *paths;
@@ -191,7 +199,6 @@ int ctl_wait_to_json(const char *job_id, const char *result_dir, int exit_status
 
 /* ctl-console.c: the caller's end of a job's console socket (console.h). */
 typedef struct CtlConsole {
-        sd_bus *bus;              /* to see a job that ended before its console appeared; may be NULL */
         const JobPaths *paths;
         const char *job_id;
         bool wait;                /* wait for the console while the job is being set up (run) */

@@ -157,8 +157,10 @@ nft list tables | grep pond_ | sed "s|^|nft: |"
 for h in /sys/fs/cgroup /sys/fs/cgroup/*; do
         [ -d "$h/pond.slice" ] && ls "$h/pond.slice" | grep "^pond-" | sed "s|^|cgroup: $h/pond.slice/|"
 done
-# pond-sandbox.service is the worker'"'"'s, not a job'"'"'s: the first job of a boot starts it
-systemctl list-units --plain --no-legend "pond-*" | cut -d" " -f1 | grep -vx pond-sandbox.service | sed "s|^|unit: |"
+# pond-sandbox.service and pond-reconcile.service are the worker'"'"'s, not a job'"'"'s: the first job of a boot
+# starts them (a box installs pond after its boot)
+systemctl list-units --plain --no-legend "pond-*" | cut -d" " -f1 |
+        grep -vx -e pond-sandbox.service -e pond-reconcile.service | sed "s|^|unit: |"
 echo checked'
 host_state() { in_box sh -c "$_state_sh" 2>&1 | sort; }
 

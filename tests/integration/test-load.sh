@@ -8,6 +8,10 @@
 # the system bus's connections for root made scarce: every job waits for the sandbox and for a connection,
 # and completes (before, those that found neither were refused "the supervisors' sandbox ... is not
 # available").
+# Then long jobs waited on (POND_WAIT_JOBS, default 40, `sleep 5`, each with its `pondctl run`) while root may
+# hold fewer bus connections than there are callers: a waiting pondctl holds none, so the supervisors get
+# them and every job completes (before, the callers held every connection while they waited, no supervisor
+# could connect, and each was refused after waiting 120 s for one).
 . "$(dirname "${BASH_SOURCE[0]}")/pond.sh"
 need_box
 
@@ -51,21 +55,24 @@ t_eq "no false OOM under load" 0 "$oom"
 t_eq "every result verifies" "$N" "$verified"
 t_eq "the host's pond state is back to what it was" "$base" "$(host_state)"
 
-# --- the burst. dbus-daemon allows 256 connections per uid (max_connections_per_user); every job holds two of
-# root's while it runs (its supervisor's, its caller's), so 200 jobs at once used them up. Lowered to 60 here,
-# a burst of 40 does the same in seconds: 40 callers, room for about 20 supervisors at a time (with no room
-# left for any supervisor, callers that hold theirs while they wait would keep every job from starting).
+# --- the burst. dbus-daemon allows 256 connections per uid (max_connections_per_user); every job held two of
+# root's while it ran (its supervisor's, its caller's), so 200 jobs at once used them up. Lowered to 60 here,
+# a burst of 40 does the same in seconds: 40 supervisors and 40 callers' starts and questions at once.
 B=${POND_BURST_JOBS:-40}
 bprefix="burst-$$-$RANDOM"
 limits=/etc/dbus-1/system-local.conf
-in_box sh -c "mkdir -p /etc/dbus-1 && printf '%s\n' '<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN\" \"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd\">' '<busconfig><limit name=\"max_connections_per_user\">60</limit></busconfig>' >$limits && systemctl reload dbus.service"
+bus_limit() { # N: root's (every uid's) connections to the system bus, until bus_limit_reset
+        in_box sh -c "mkdir -p /etc/dbus-1 && printf '%s\n' '<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN\" \"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd\">' '<busconfig><limit name=\"max_connections_per_user\">$1</limit></busconfig>' >$limits && systemctl reload dbus.service"
+}
+bus_limit_reset() { in_box sh -c "rm -f $limits && systemctl reload dbus.service"; }
+bus_limit 60
 in_box systemctl stop pond-sandbox.service
 start=$(date +%s)
 # shellcheck disable=SC2016 # the box's sh expands these
 in_box sh -c 'seq "$1" | xargs -P "$1" -I{} "$2" run --quiet --job-id "$3-{}" --backend "$4" \
         --profile untrusted-code-read -- true >/dev/null 2>&1; exit 0' sh "$B" "$PONDCTL" "$bprefix" "$BACKEND"
 diag "burst: $B jobs at once after the sandbox was stopped, 60 bus connections for root: $(($(date +%s) - start)) s"
-in_box sh -c "rm -f $limits && systemctl reload dbus.service"
+bus_limit_reset
 for i in $(seq "$B"); do wait_gone "$bprefix-$i" || break; done
 # shellcheck disable=SC2016 # the box's python
 ends=$(in_box python3 -c '
@@ -83,4 +90,29 @@ print(" ".join("%s %d" % kv for kv in sorted(c.items())))' "$bprefix" "$B")
 diag "burst results: $ends"
 t_eq "every job of the burst completed with rc 0" "completed $B" "$ends"
 t_eq "the host's pond state is back to what it was after the burst" "$base" "$(host_state)"
+
+# --- long jobs, each waited on by its caller, with fewer connections for root than callers: every running
+# job held two of root's (supervisor and caller) while its caller waited, so with the callers alone at the
+# limit no supervisor could connect until one timed out (120 s) and its job was refused. A waiting pondctl
+# now holds none (it follows the result's file and asks the unit over a connection of a moment): the
+# supervisors take them, and the jobs beyond the limit start as the first end.
+W=${POND_WAIT_JOBS:-40}
+WL=$((W * 3 / 4))
+wprefix="wait-$$-$RANDOM"
+bus_limit "$WL"
+start=$(date +%s)
+# shellcheck disable=SC2016 # the box's sh expands these
+rcs=$(in_box sh -c 'd=$(mktemp -d); i=0
+        while [ "$i" -lt "$1" ]; do
+                i=$((i + 1))
+                ("$2" run --quiet --job-id "$3-$i" --backend "$4" --profile untrusted-code-read -- sleep 5 \
+                        >/dev/null 2>&1; echo $? >"$d/$i") &
+        done
+        wait; cat "$d"/* | sort -n | uniq -c | while read -r n rc; do printf "rc %s x%s " "$rc" "$n"; done
+        rm -rf "$d"' sh "$W" "$PONDCTL" "$wprefix" "$BACKEND")
+diag "$W \`sleep 5\` jobs waited on at once, $WL bus connections for root: $(($(date +%s) - start)) s; callers: $rcs"
+bus_limit_reset
+for i in $(seq "$W"); do wait_gone "$wprefix-$i" || break; done
+t_eq "every caller of a long job returned 0 with fewer bus connections than callers" "rc 0 x$W" "${rcs% }"
+t_eq "the host's pond state is back to what it was after the waited jobs" "$base" "$(host_state)"
 done_testing
