@@ -80,6 +80,9 @@ typedef struct InputHash {
         char hex[SHA256_HEX_SIZE];
         bool have_tree;                 /* tree holds the checkout's tree digest (not for a bundle) */
         uint8_t tree[SHA256_SIZE];
+        struct timespec since;          /* CLOCK_REALTIME_COARSE before the checkout was first read */
+        bool changed;                   /* the checkout changed from since until the payload ended (or, in place,
+                                         * until it was hashed): input_sha is not given (result's input_changed) */
 } InputHash;
 
 /* The job's own host uid range and user namespace (job-userns.c): providers on the host kernel only. */
