@@ -75,5 +75,9 @@ int job_accept_bundle(Job *j, char **ret_error) {
         job_input_hash_fix(&j->input_hash);
         free(spec->checkout);
         spec->checkout = TAKE_PTR(dest);
+        /* Staged from this fd, opened in our namespace: the extraction's path is never resolved again. */
+        safe_close(j->input.checkout_fd);
+        j->input.checkout_fd = TAKE_FD(dfd);
+        j->input.checkout_ns = NULL;
         return 0;
 }

@@ -84,10 +84,10 @@ static int resolve(Job *j) {
         return landlock_accept(j);
 }
 
-/* The checkout is opened once, here, and kept: what is hashed after acceptance is this tree, never the path
- * resolved again. A member's must be their own directory: refused here with the reason, and checked again
- * on the tree staging actually mounts (stage_setup_owned()), since the path may change in between. Root's
- * that does not open is left to staging, which says why. */
+/* The checkout is opened once, here, and kept: what is staged and hashed after acceptance is this tree, never
+ * the path resolved again. A member's must be their own directory: refused here with the reason (and checked
+ * again on the clone staging mounts, which is this same directory). Root's that does not open fails the job
+ * at staging, with the reason kept here. */
 static int checkout_open(Job *j) {
         const JobSpec *spec = j->input.spec;
         bool member = j->input.have_submitter && j->input.submitter.uid != 0;
@@ -102,6 +102,7 @@ static int checkout_open(Job *j) {
                 return job_fail(j, r, "checkout: cannot open %s: %s", spec->checkout, strerror(-r));
         if (r < 0) {
                 log_debug_errno(r, "Cannot open the checkout %s at acceptance: %m", spec->checkout);
+                j->input.checkout_open_r = r;
                 return 0;
         }
         if (member) {
@@ -110,6 +111,7 @@ static int checkout_open(Job *j) {
                         return job_fail(j, r, "checkout: %s", err ?: strerror(-r));
         }
         j->input.checkout_fd = TAKE_FD(fd);
+        j->input.checkout_ns = NS_MANAGER_MNT;
         return 0;
 }
 

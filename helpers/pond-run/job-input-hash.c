@@ -4,8 +4,12 @@
  * cannot change is hashed by a thread while the job runs (the payload does not wait); a checkout the job
  * edits in place (profile none) is hashed before the payload starts; and a job refused or failed before
  * any of these gets its input hashed when its result is written. Each reads and feeds the worker's digest
- * cache (digest-cache.h), which changes how fast, never what, input_sha is. */
+ * cache (digest-cache.h), which changes how fast, never what, input_sha is. The checkout is live (its owner
+ * may edit it while the job runs): once the payload has ended (in place: once hashed), every inode of the
+ * tree must be unchanged since the moment before it was first read (tree_changed_since()), or input_sha is
+ * not given and the result says input_changed. */
 #include <fcntl.h>
+#include <time.h>
 
 #include "basic/dirs.h"
 #include "basic/log.h"
@@ -49,6 +53,36 @@ static void report_cache(InputHash *h) {
         h->cache_save_r = 0;
 }
 
+static void mark_since(InputHash *h) {
+        (void) clock_gettime(CLOCK_REALTIME_COARSE, &h->since);
+}
+
+/* After the last read of the checkout by the hash and by the payload: a tree that changed since h->since (even
+ * changed back) is not the one input_sha or the payload may have seen whole, so no input_sha is given; one
+ * whose stability cannot be checked gives none either. */
+static void check_unchanged(InputHash *h, int checkout_fd) {
+        bool changed = false;
+        int r;
+
+        if (checkout_fd < 0 || !h->hex[0])
+                return;
+        r = tree_changed_since(checkout_fd, &h->since, &changed);
+        if (r < 0) {
+                log_error_errno(r, "Cannot check that the checkout did not change while the job ran: %m; "
+                                "input_sha is not given");
+                h->hex[0] = 0;
+                h->have_tree = false;
+                return;
+        }
+        if (!changed)
+                return;
+        log_warning("The checkout was changed from outside the job while it was hashed or the job ran: "
+                    "input_sha is not given (input_changed)");
+        h->changed = true;
+        h->hex[0] = 0;
+        h->have_tree = false;
+}
+
 void job_input_hash_fix(InputHash *h) {
         h->final = true;
 }
@@ -64,6 +98,7 @@ int job_input_hash_start(InputHash *h, const char *spec, size_t spec_len, int ch
         h->spec_len = spec_len;
         safe_close(h->checkout_fd);
         h->checkout_fd = checkout_fd;
+        mark_since(h);
         if (!immutable) {
                 hash_thread(h);
                 report_cache(h);
@@ -72,6 +107,8 @@ int job_input_hash_start(InputHash *h, const char *spec, size_t spec_len, int ch
                         h->hex[0] = 0;
                         return log_error_errno(h->r, "Cannot hash the checkout: %m");
                 }
+                /* In place the job changes it on purpose: what is bound is the tree before the payload ran. */
+                check_unchanged(h, h->checkout_fd);
                 return 0;
         }
         if (pthread_create(&h->thread, NULL, hash_thread, h) != 0)
@@ -87,6 +124,8 @@ static int join(InputHash *h) {
         h->final = true;
         if (h->r < 0)
                 h->hex[0] = 0;
+        else
+                check_unchanged(h, h->checkout_fd);
         return h->r < 0 ? h->r : 0;
 }
 
@@ -115,9 +154,11 @@ static void hash_late(Job *j) {
                         return;
                 }
         }
+        mark_since(h);
         if (compute(h, j->input.spec_buf, j->input.spec_len, fd) < 0)
                 h->hex[0] = 0;
         report_cache(h);
+        check_unchanged(h, fd);
 }
 
 int job_input_hash_result(Job *j, const char **ret_hex) {

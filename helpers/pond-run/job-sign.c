@@ -187,6 +187,7 @@ static int build_result(Job *j, const char *input_sha, json_object **ret) {
         json_object_object_add(o, "status", json_object_new_string(job_status(j)));
         json_object_object_add(o, "reason", json_str(j->outcome.reason));
         json_object_object_add(o, "input_sha", json_str(input_sha));
+        json_object_object_add(o, "input_changed", json_object_new_boolean(j->input_hash.changed));
         json_object_object_add(o, "task_sha", task_sha(j, input_sha));
         json_object_object_add(o, "signer", build_signer(j));
         add_posture(j, o);

@@ -4,13 +4,13 @@
  * /workspace (read-only bind, overlay or in place) and the root filesystem. The input hash starts as
  * soon as the checkout as issued is staged. */
 #include <fcntl.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <systemd/sd-daemon.h>
 
 #include "basic/fileio.h"
 #include "basic/log.h"
 #include "job.h"
-#include "stage/ns-open.h"
 
 static int stage_workspace(Job *j) {
         const JobInput *in = &j->input;
@@ -18,13 +18,19 @@ static int stage_workspace(Job *j) {
         _cleanup_free_ char *err = NULL;
         int r;
 
-        /* The spec's checkout is a host path: as the service manager's namespace sees it, not ours (the unit's own,
-         * where /home, /tmp and /var/tmp are hidden and the rest read-only). */
         /* A member's checkout must be their own (a bundle's is the job's own extraction, root's). */
         uid_t owner = in->have_submitter && in->submitter.uid != 0 && !in->spec->bundle ? in->submitter.uid
                                                                                         : STAGE_ANY_OWNER;
 
-        r = stage_setup_owned(j->paths.run, NS_MANAGER_MNT, in->spec->checkout, owner, in->resolved->fs,
+        /* Staged from the directory acceptance opened (the spec's host path as the service manager's namespace
+         * saw it, cloned there), never from the path again: it may lead elsewhere by now. */
+        if (in->spec->checkout && in->checkout_fd < 0) {
+                r = in->checkout_open_r < 0 ? in->checkout_open_r : -EBADF;
+                return job_fail(j, log_error_errno(r, "Cannot stage the checkout %s: it did not open at "
+                                                   "acceptance: %m", in->spec->checkout),
+                                "checkout: cannot open %s: %s", in->spec->checkout, strerror(-r));
+        }
+        r = stage_setup_owned(j->paths.run, in->checkout_ns, in->checkout_fd, owner, in->resolved->fs,
                               in->resolved->tmpfs_bytes, job_host_uid(j), job_host_gid(j), &s->stage);
         if (r == -EPERM && owner != STAGE_ANY_OWNER)
                 return job_fail(j, log_error_errno(r, "Cannot stage the checkout %s: not owned by %s: %m",

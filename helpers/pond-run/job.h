@@ -51,9 +51,13 @@ typedef struct JobInput {
         LandlockDecision landlock;      /* the ABI pond-init applies, or why none (landlock.h) */
         Submitter submitter;            /* whose job it is (job-accept-intake.c): root, or a member of the group */
         bool have_submitter;
-        int checkout_fd;                /* the spec's host checkout as opened at acceptance (a member's: found
-                                         * theirs there); everything after acceptance reads it from here, never
-                                         * from the path again. -EBADF: none, a bundle's, or not openable */
+        int checkout_fd;                /* the checkout as opened at acceptance (a member's: found theirs there;
+                                         * a bundle's: its extraction); everything after acceptance (staging,
+                                         * input_sha) reads it from here, never from the path again. -EBADF: none,
+                                         * or not openable (checkout_open_r says why) */
+        const char *checkout_ns;        /* the mount namespace it was opened in: NS_MANAGER_MNT for the spec's
+                                         * host path, NULL (ours) for a bundle's extraction */
+        int checkout_open_r;            /* root's checkout that did not open at acceptance: the open's -errno */
 } JobInput;
 
 /* The job's place under the worker's admission ceiling (job-admit.c). */
@@ -76,6 +80,9 @@ typedef struct InputHash {
         char hex[SHA256_HEX_SIZE];
         bool have_tree;                 /* tree holds the checkout's tree digest (not for a bundle) */
         uint8_t tree[SHA256_SIZE];
+        struct timespec since;          /* CLOCK_REALTIME_COARSE before the checkout was first read */
+        bool changed;                   /* the checkout changed from since until the payload ended (or, in place,
+                                         * until it was hashed): input_sha is not given (result's input_changed) */
 } InputHash;
 
 /* The job's own host uid range and user namespace (job-userns.c): providers on the host kernel only. */

@@ -9,8 +9,10 @@
 # not use profile none or a checkout that is not hers, and cannot pass off a second name of an inbox file as
 # a submission. A member's job left without a result is never run again, least of all as root's; a member
 # cannot stop root's job while its unit is still activating; a job stopped before its supervisor ran is
-# signed as cancelled before it started. A world-readable or non-root signing key stops every job with the reason in the journal
-# (a restored key runs the same job: the control).
+# signed as cancelled before it started. A job whose checkout its member edits while it runs gets no
+# input_sha and says input_changed (an untouched one has its input_sha: the control). A world-readable or
+# non-root signing key stops every job with the reason in the journal (a restored key runs the same job: the
+# control).
 . "$(dirname "${BASH_SOURCE[0]}")/pond.sh"
 need_box
 
@@ -66,6 +68,21 @@ t_ok "alice verifies her result with the world-readable public key" pond_as alic
 t_ok "alice reads her own result.json" as alice cat "$POND_STATE/results/$a1/result.json"
 t_like "alice reads her own job's log" "hello from alice" "$(pond_as alice logs "$a1" 2>&1)"
 t_like "alice's status of her job" "completed" "$(pond_as alice status "$a1" 2>&1)"
+
+# --- alice edits her checkout while her job runs (and puts the bytes back): the result gives no input_sha
+# and says input_changed. The control: her first job, untouched, has its input_sha.
+t_eq "control: alice's untouched job has an input_sha and input_changed false" "True False" \
+        "$(result_field "$a1" 'str(r["input_sha"] is not None) + " " + str(r["input_changed"])')"
+a8=$(new_id acc-edit)
+spec_as alice "$a8" "sleep 3; cat /workspace/f"
+pond_as alice submit "/home/alice/$a8.json" >/dev/null
+wait_running "$a8" || t_not_ok "alice's job is running" "it did not start within ~20 s"
+as alice sh -c 'echo "edited by alice" >/home/alice/co/f && echo "hello from alice" >/home/alice/co/f'
+pond_as alice wait "$a8" >/dev/null 2>&1
+t_eq "alice's job whose checkout she edited under it completes" completed "$(result_field "$a8" 'r["status"]')"
+t_eq "its result gives no input_sha, and says input_changed" "None True" \
+        "$(result_field "$a8" 'str(r["input_sha"]) + " " + str(r["input_changed"])')"
+t_ok "alice verifies that result" pond_as alice result "$a8"
 
 # --- bob: not alice's result, not her log, not her spec (root can: the control)
 t_fail "bob cannot read alice's result.json" as bob cat "$POND_STATE/results/$a1/result.json"

@@ -6,6 +6,7 @@
 #include <sodium.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "basic/macro.h"
@@ -230,6 +231,7 @@ TEST(late_input_sha_is_the_accepted_tree) {
         close(fd);
         snprintf(p, sizeof p, "%s/co", dir);
         ASSERT_EQ(0, symlink("a", p));
+        usleep(50 * 1000); /* made a clock tick or more before it is read: not a change under the job */
 
         {
                 _cleanup_(job_done) Job j = JOB_NULL;
@@ -262,4 +264,137 @@ TEST(late_input_sha_is_the_accepted_tree) {
         }
         snprintf(q, sizeof q, "%s", dir);
         ASSERT_OK(rm_rf_at(AT_FDCWD, q));
+}
+
+static int write_file(const char *dir, const char *name, const char *text) {
+        char p[256];
+        int fd, r;
+
+        snprintf(p, sizeof p, "%s/%s", dir, name);
+        fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0)
+                return -errno;
+        r = write(fd, text, strlen(text)) == (ssize_t) strlen(text) ? 0 : -EIO;
+        close(fd);
+        return r;
+}
+
+/* A tree: "f", "d/g"; made, then a clock tick or more passes. */
+static int make_changing_tree(char dir[]) {
+        char p[256];
+        int r;
+
+        if (!mkdtemp(dir))
+                return -errno;
+        snprintf(p, sizeof p, "%s/d", dir);
+        if (mkdir(p, 0755) < 0)
+                return -errno;
+        r = write_file(dir, "f", "one\n");
+        if (r >= 0)
+                r = write_file(dir, "d/g", "two\n");
+        usleep(50 * 1000);
+        return r;
+}
+
+static int changed_since(const char *dir, const struct timespec *since) {
+        _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        bool changed = false;
+        int r;
+
+        if (fd < 0)
+                return -errno;
+        r = tree_changed_since(fd, since, &changed);
+        return r < 0 ? r : changed;
+}
+
+/* tree_changed_since(): nothing touched is unchanged (the control); a write deep in the tree, the same bytes
+ * written back (the tree digest is the same: the control), a chmod, a removal, a rename within the tree each
+ * count as a change. */
+TEST(tree_changed_since_sees_every_change) {
+        char dir[] = "/tmp/test-hash-changed.XXXXXX", p[256], q[256];
+        uint8_t before[SHA256_SIZE], after[SHA256_SIZE];
+        struct timespec since;
+        int fd;
+
+        ASSERT_OK(make_changing_tree(dir));
+        ASSERT_EQ(0, clock_gettime(CLOCK_REALTIME_COARSE, &since));
+        fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ASSERT_TRUE(fd >= 0);
+        ASSERT_OK(tree_digest(fd, before));
+        ASSERT_EQ(0, changed_since(dir, &since));
+        /* The same bytes written back: the digest cannot tell, the ctime can. */
+        ASSERT_OK(write_file(dir, "d/g", "two\n"));
+        ASSERT_OK(tree_digest(fd, after));
+        EXPECT_TRUE(memcmp(before, after, SHA256_SIZE) == 0);
+        EXPECT_EQ(1, changed_since(dir, &since));
+        close(fd);
+
+        usleep(50 * 1000);
+        ASSERT_EQ(0, clock_gettime(CLOCK_REALTIME_COARSE, &since));
+        EXPECT_EQ(0, changed_since(dir, &since));
+        snprintf(p, sizeof p, "%s/f", dir);
+        ASSERT_EQ(0, chmod(p, 0755));
+        EXPECT_EQ(1, changed_since(dir, &since));
+
+        usleep(50 * 1000);
+        ASSERT_EQ(0, clock_gettime(CLOCK_REALTIME_COARSE, &since));
+        EXPECT_EQ(0, changed_since(dir, &since));
+        ASSERT_EQ(0, unlink(p));
+        EXPECT_EQ(1, changed_since(dir, &since));
+
+        usleep(50 * 1000);
+        ASSERT_EQ(0, clock_gettime(CLOCK_REALTIME_COARSE, &since));
+        EXPECT_EQ(0, changed_since(dir, &since));
+        snprintf(p, sizeof p, "%s/d/g", dir);
+        snprintf(q, sizeof q, "%s/d/h", dir);
+        ASSERT_EQ(0, rename(p, q));
+        EXPECT_EQ(1, changed_since(dir, &since));
+
+        fd = open(p, O_RDONLY | O_CLOEXEC);
+        EXPECT_TRUE(fd < 0);
+        fd = open(q, O_RDONLY | O_CLOEXEC);
+        ASSERT_TRUE(fd >= 0);
+        bool changed;
+        EXPECT_ERROR(ENOTDIR, tree_changed_since(fd, &since, &changed));
+        close(fd);
+        ASSERT_OK(rm_rf_at(AT_FDCWD, dir));
+}
+
+/* A job's input hashed from its read-only view while it runs: the owner edits the checkout meanwhile (and puts
+ * the bytes back), so the result gives no input_sha and says input_changed. The control: the same job with
+ * nobody touching the checkout gets the input_sha of the tree. */
+TEST(input_changed_under_a_running_job_gives_no_input_sha) {
+        static const char spec[] = "{\"checkout\":\"co\"}";
+        char dir[] = "/tmp/test-hash-running.XXXXXX", expected[SHA256_HEX_SIZE];
+        const char *hex = NULL;
+
+        ASSERT_OK(make_changing_tree(dir));
+        ASSERT_EQ(0, setenv("POND_STATEDIR", dir, 1));
+        for (int edit = 0; edit < 2; edit++) {
+                _cleanup_(job_done) Job j = JOB_NULL;
+                int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+                ASSERT_TRUE(fd >= 0);
+                ASSERT_OK(input_sha_compute(spec, strlen(spec), fd, expected));
+                j.input.spec_buf = strdup(spec);
+                j.input.spec_len = strlen(spec);
+                ASSERT_TRUE(j.input.spec_buf != NULL);
+                ASSERT_OK(job_input_hash_start(&j.input_hash, j.input.spec_buf, j.input.spec_len, fd, true));
+                /* the payload runs; its owner edits the checkout and puts it back */
+                if (edit) {
+                        ASSERT_OK(write_file(dir, "d/g", "edited\n"));
+                        ASSERT_OK(write_file(dir, "d/g", "two\n"));
+                }
+                ASSERT_OK(job_input_hash_result(&j, &hex));
+                if (edit) {
+                        EXPECT_TRUE(hex == NULL);
+                        EXPECT_TRUE(j.input_hash.changed);
+                        EXPECT_FALSE(j.input_hash.have_tree);
+                } else {
+                        ASSERT_TRUE(hex != NULL);
+                        EXPECT_STREQ(expected, hex);
+                        EXPECT_FALSE(j.input_hash.changed);
+                }
+        }
+        ASSERT_OK(rm_rf_at(AT_FDCWD, dir));
 }

@@ -2,12 +2,14 @@
 /* test-ns-open: opening a path as another mount namespace sees it (ns-open.c), as the supervisor does for a
  * spec's checkout and bundle from its unit's own namespace. A helper process holds a namespace with a tmpfs
  * of its own: the file there is invisible to a plain open() here (the control) and reached by ns_open(); a
- * clone made there with ns_open_tree() is attached here; an error there comes back as its errno. As root,
- * each test in a private mount namespace; without root, SKIP. */
+ * clone made there with ns_open_tree() is attached here; a directory opened there is cloned there from its
+ * fd with ns_clone_fd() (the kernel refuses that clone here: the control); an error there comes back as its
+ * errno. As root, each test in a private mount namespace; without root, SKIP. */
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -126,4 +128,39 @@ TEST_F(ns, our_own_namespace_or_none_opens_here) {
         ASSERT_OK(ns_open(NULL, self->dir, O_RDONLY | O_DIRECTORY, &a));
         ASSERT_OK(ns_open("/proc/self/ns/mnt", self->dir, O_RDONLY | O_DIRECTORY, &b));
         EXPECT_ERROR(ENOENT, ns_open(NULL, self->file, O_RDONLY, &a));
+}
+
+/* A directory opened there (as acceptance opens a checkout) is cloned from its fd, not its path: open_tree() on
+ * it here is refused (EINVAL: the mount is not in our namespace, the control), ns_clone_fd() clones it there
+ * and the clone is attached here. */
+TEST_F(ns, a_directory_opened_there_is_cloned_there_from_its_fd) {
+        _cleanup_close_ int dfd = -EBADF, tree = -EBADF, fd = -EBADF;
+        char buf[6];
+
+        ASSERT_OK(ns_open(self->ns_path, self->dir, O_RDONLY | O_DIRECTORY, &dfd));
+        EXPECT_EQ(-1, (int) syscall(SYS_open_tree, dfd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH));
+        EXPECT_EQ(EINVAL, errno);
+        ASSERT_OK(ns_clone_fd(self->ns_path, dfd, 0, &tree));
+        EXPECT_TRUE(fcntl(tree, F_GETFD) & FD_CLOEXEC);
+        ASSERT_OK((int) syscall(SYS_move_mount, tree, "", AT_FDCWD, self->dir, MOVE_MOUNT_F_EMPTY_PATH));
+        fd = open(self->file, O_RDONLY | O_CLOEXEC);
+        ASSERT_TRUE(fd >= 0);
+        ASSERT_OK(read_five(fd, buf));
+        EXPECT_STREQ("there", buf);
+        fd = safe_close(fd);
+        ASSERT_OK(umount2(self->dir, MNT_DETACH));
+        EXPECT_ERROR(EBADF, ns_clone_fd(self->ns_path, -EBADF, 0, &tree));
+}
+
+/* A directory opened here is cloned here (a bundle's extraction: the supervisor's own namespace). */
+TEST_F(ns, a_directory_opened_here_is_cloned_here) {
+        _cleanup_close_ int dfd = -EBADF, tree = -EBADF;
+        struct stat a, b;
+
+        dfd = open(self->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ASSERT_TRUE(dfd >= 0);
+        ASSERT_OK(ns_clone_fd(NULL, dfd, 0, &tree));
+        ASSERT_OK(fstat(dfd, &a));
+        ASSERT_OK(fstat(tree, &b));
+        EXPECT_TRUE(a.st_dev == b.st_dev && a.st_ino == b.st_ino);
 }

@@ -222,12 +222,26 @@ static uid_t owner_of(const char *dir, const char *name) {
         return lstat(p, &st) < 0 ? (uid_t) -1 : st.st_uid;
 }
 
+/* The checkout as acceptance opens it (the path, symlinks followed), staged from that fd. */
+static int stage_at_owned(const char *job, const char *path, uid_t owner, FsPosture fs, uint64_t bytes, uid_t uid,
+                          gid_t gid, Stage *s) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+        if (fd < 0)
+                return -errno;
+        return stage_setup_owned(job, NULL, fd, owner, fs, bytes, uid, gid, s);
+}
+
+static int stage_at(const char *job, const char *path, FsPosture fs, uint64_t bytes, uid_t uid, gid_t gid, Stage *s) {
+        return stage_at_owned(job, path, STAGE_ANY_OWNER, fs, bytes, uid, gid, s);
+}
+
 /* Needs no mount: runs as any user. */
 
 TEST_F(stage, unknown_posture_refused) {
         Stage s = { .workspace = (char *) "untouched" };
 
-        ASSERT_ERROR(EINVAL, stage_setup(self->job, NULL, NULL, _FS_POSTURE_MAX, 1 << 20, JOB_UID, JOB_GID, &s));
+        ASSERT_ERROR(EINVAL, stage_setup(self->job, NULL, -EBADF, _FS_POSTURE_MAX, 1 << 20, JOB_UID, JOB_GID, &s));
         ASSERT_STREQ("untouched", s.workspace);
         ASSERT_EQ(0, mounts_below(self->job));
 }
@@ -236,7 +250,7 @@ TEST_F(stage, readonly_without_checkout_is_an_empty_workspace) {
         Stage s = {};
         struct stat st;
 
-        ASSERT_OK(stage_setup(self->job, NULL, NULL, FS_READONLY, 1 << 20, JOB_UID, JOB_GID, &s));
+        ASSERT_OK(stage_setup(self->job, NULL, -EBADF, FS_READONLY, 1 << 20, JOB_UID, JOB_GID, &s));
         ASSERT_TRUE(s.readonly);
         ASSERT_TRUE(s.lower == NULL && s.upper == NULL);
         ASSERT_TRUE(s.workspace && strncmp(s.workspace, self->job, strlen(self->job)) == 0);
@@ -249,13 +263,11 @@ TEST_F(stage, readonly_without_checkout_is_an_empty_workspace) {
         ASSERT_TEARDOWN_CLEAN();
 }
 
-TEST_F(stage, missing_checkout_refused) {
-        char missing[160];
+TEST_F(stage, checkout_fd_not_open_refused) {
         Stage s = {};
 
-        snprintf(missing, sizeof missing, "%s/nonexistent", self->dir);
-        ASSERT_ERROR(ENOENT, stage_setup(self->job, NULL, missing, FS_READONLY, 1 << 20, JOB_UID, JOB_GID, &s));
-        ASSERT_ERROR(ENOENT, stage_setup(self->job, NULL, missing, FS_OVERLAY, 1 << 20, JOB_UID, JOB_GID, &s));
+        ASSERT_ERROR(EBADF, stage_setup(self->job, NULL, 1000, FS_READONLY, 1 << 20, JOB_UID, JOB_GID, &s));
+        ASSERT_ERROR(EBADF, stage_setup(self->job, NULL, 1000, FS_OVERLAY, 1 << 20, JOB_UID, JOB_GID, &s));
         ASSERT_TRUE(s.workspace == NULL);
         ASSERT_EQ(0, mounts_below(self->job));
 }
@@ -265,8 +277,8 @@ TEST_F(stage, checkout_that_is_a_file_refused) {
         Stage s = {};
 
         snprintf(file, sizeof file, "%s/a.txt", self->checkout);
-        ASSERT_ERROR(ENOTDIR, stage_setup(self->job, NULL, file, FS_READONLY, 1 << 20, JOB_UID, JOB_GID, &s));
-        ASSERT_ERROR(ENOTDIR, stage_setup(self->job, NULL, file, FS_HOST, 1 << 20, JOB_UID, JOB_GID, &s));
+        ASSERT_ERROR(ENOTDIR, stage_at(self->job, file, FS_READONLY, 1 << 20, JOB_UID, JOB_GID, &s));
+        ASSERT_ERROR(ENOTDIR, stage_at(self->job, file, FS_HOST, 1 << 20, JOB_UID, JOB_GID, &s));
         ASSERT_EQ(0, mounts_below(self->job));
         ASSERT_CHECKOUT_UNCHANGED();
 }
@@ -287,7 +299,7 @@ TEST_F(stage, readonly) {
         Stage s = {};
 
         NEEDS_ROOT(IDMAP);
-        ASSERT_OK(stage_setup(self->job, NULL, self->checkout, FS_READONLY, 1 << 20, JOB_UID, JOB_GID, &s));
+        ASSERT_OK(stage_at(self->job, self->checkout, FS_READONLY, 1 << 20, JOB_UID, JOB_GID, &s));
         ASSERT_TRUE(s.readonly);
         ASSERT_STREQ(s.workspace, s.lower);
         ASSERT_TRUE(s.upper == NULL);
@@ -349,7 +361,7 @@ TEST_F(stage, overlay_writes_land_in_the_upper_layer) {
         Stage s = {};
 
         NEEDS_ROOT(IDMAP);
-        ASSERT_OK(stage_setup(self->job, NULL, self->checkout, FS_OVERLAY, 8 << 20, JOB_UID, JOB_GID, &s));
+        ASSERT_OK(stage_at(self->job, self->checkout, FS_OVERLAY, 8 << 20, JOB_UID, JOB_GID, &s));
         ASSERT_FALSE(s.readonly);
         ASSERT_TRUE(s.lower && s.upper);
         ASSERT_EQ(3, mounts_below(self->job)); /* lower, scratch, workspace */
@@ -382,7 +394,7 @@ TEST_F(stage, overlay_scratch_is_capped) {
         int fd, err = 0;
 
         NEEDS_ROOT(IDMAP);
-        ASSERT_OK(stage_setup(self->job, NULL, self->checkout, FS_OVERLAY, 1 << 20, JOB_UID, JOB_GID, &s));
+        ASSERT_OK(stage_at(self->job, self->checkout, FS_OVERLAY, 1 << 20, JOB_UID, JOB_GID, &s));
         snprintf(p, sizeof p, "%s/big", s.workspace);
         fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
         ASSERT_TRUE(fd >= 0);
@@ -403,7 +415,7 @@ TEST_F(stage, overlay_without_checkout) {
         Stage s = {};
 
         NEEDS_ROOT("the upper directory is given to the job user, who has no uid in a user namespace");
-        ASSERT_OK(stage_setup(self->job, NULL, NULL, FS_OVERLAY, 1 << 20, JOB_UID, JOB_GID, &s));
+        ASSERT_OK(stage_setup(self->job, NULL, -EBADF, FS_OVERLAY, 1 << 20, JOB_UID, JOB_GID, &s));
         ASSERT_TRUE(s.lower && s.upper);
         ASSERT_EQ(2, mounts_below(self->job)); /* scratch, workspace */
         ASSERT_OK(write_text(s.workspace, "f", "x"));
@@ -420,7 +432,7 @@ TEST_F(stage, host_edits_in_place) {
         Stage s = {};
 
         NEEDS_ROOT(IDMAP);
-        ASSERT_OK(stage_setup(self->job, NULL, self->checkout, FS_HOST, 1 << 20, JOB_UID, JOB_GID, &s));
+        ASSERT_OK(stage_at(self->job, self->checkout, FS_HOST, 1 << 20, JOB_UID, JOB_GID, &s));
         ASSERT_FALSE(s.readonly);
         ASSERT_TRUE(s.upper == NULL);
         ASSERT_EQ(JOB_UID, owner_of(s.workspace, "a.txt"));
@@ -444,7 +456,7 @@ TEST_F(stage, failed_setup_leaves_no_mount) {
 
         NEEDS_ROOT(IDMAP);
         ASSERT_OK(write_text(self->job, "scratch", "in the way\n"));
-        ASSERT_TRUE(stage_setup(self->job, NULL, self->checkout, FS_OVERLAY, 1 << 20, JOB_UID, JOB_GID, &s) < 0);
+        ASSERT_TRUE(stage_at(self->job, self->checkout, FS_OVERLAY, 1 << 20, JOB_UID, JOB_GID, &s) < 0);
         ASSERT_STREQ("untouched", s.workspace);
         ASSERT_EQ(0, mounts_below(self->job));
         ASSERT_CHECKOUT_UNCHANGED();
@@ -463,4 +475,92 @@ TEST_F(stage, teardown_of_partial_and_stacked_mounts) {
         }
         ASSERT_EQ(4, mounts_below(self->job));
         ASSERT_TEARDOWN_CLEAN();
+}
+
+/* Re-points path (a symlink) at target in one step, as a member may do to their checkout's path. */
+static int repoint(const char *path, const char *target) {
+        char tmp[256];
+
+        snprintf(tmp, sizeof tmp, "%s.new", path);
+        if (symlink(target, tmp) < 0 || rename(tmp, path) < 0)
+                return -errno;
+        return 0;
+}
+
+/* The workspace is the tree acceptance opened, whatever the checkout's path leads to by the time it is staged:
+ * the path is a symlink, opened (as acceptance does), then re-pointed at another directory of the same owner
+ * (so no owner check can tell them apart) before staging. The control: the path opened again now leads to
+ * the other tree, which is what staging by path showed. */
+TEST_F(stage, staged_tree_is_the_one_opened_not_the_path_now) {
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *a = NULL, *b = NULL, *c = NULL;
+        char link[160], other[160];
+        const FsPosture postures[] = { FS_READONLY, FS_OVERLAY, FS_HOST };
+
+        NEEDS_ROOT(IDMAP);
+        snprintf(other, sizeof other, "%s/other", self->dir);
+        ASSERT_EQ(0, mkdir(other, 0755));
+        ASSERT_OK(write_text(other, "a.txt", "swapped in\n"));
+        ASSERT_EQ(0, chown(other, OWNER, OWNER));
+        snprintf(link, sizeof link, "%s/co", self->dir);
+        ASSERT_EQ(0, symlink(self->checkout, link));
+        fd = open(link, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ASSERT_TRUE(fd >= 0);
+        ASSERT_OK(repoint(link, other));
+
+        for (size_t i = 0; i < ELEMENTSOF(postures); i++) {
+                Stage s = {};
+
+                ASSERT_OK(stage_setup_owned(self->job, NULL, fd, OWNER, postures[i], 1 << 20, JOB_UID, JOB_GID,
+                                            &s));
+                a = read_text(s.workspace, "a.txt");
+                ASSERT_STREQ("original\n", a);
+                free(a), a = NULL;
+                if (s.lower) {
+                        b = read_text(s.lower, "a.txt");
+                        ASSERT_STREQ("original\n", b);
+                        free(b), b = NULL;
+                }
+                stage_done(&s);
+                ASSERT_TEARDOWN_CLEAN();
+        }
+        /* The control: the path, resolved again, is the other tree now. */
+        {
+                Stage s = {};
+
+                ASSERT_OK(stage_at(self->job, link, FS_READONLY, 1 << 20, JOB_UID, JOB_GID, &s));
+                c = read_text(s.workspace, "a.txt");
+                ASSERT_STREQ("swapped in\n", c);
+                stage_done(&s);
+                ASSERT_TEARDOWN_CLEAN();
+        }
+        ASSERT_CHECKOUT_UNCHANGED();
+}
+
+/* A member's checkout: the owner is checked on the clone of the fd, i.e. the tree mounted. A path swapped after
+ * acceptance for a directory the member does not own changes nothing (the accepted tree is staged); a fd
+ * whose directory is not the submitter's is refused (EPERM), and nothing stays mounted. */
+TEST_F(stage, owner_is_checked_on_the_tree_mounted) {
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *a = NULL;
+        char link[160], roots[160];
+        Stage s = {};
+
+        NEEDS_ROOT(IDMAP);
+        snprintf(roots, sizeof roots, "%s/roots", self->dir);
+        ASSERT_EQ(0, mkdir(roots, 0700));
+        ASSERT_OK(write_text(roots, "a.txt", "root's secret\n"));
+        snprintf(link, sizeof link, "%s/co", self->dir);
+        ASSERT_EQ(0, symlink(self->checkout, link));
+        fd = open(link, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ASSERT_TRUE(fd >= 0);
+        ASSERT_OK(repoint(link, roots));
+        ASSERT_OK(stage_setup_owned(self->job, NULL, fd, OWNER, FS_OVERLAY, 1 << 20, JOB_UID, JOB_GID, &s));
+        a = read_text(s.workspace, "a.txt");
+        ASSERT_STREQ("original\n", a);
+        stage_done(&s);
+        ASSERT_TEARDOWN_CLEAN();
+        /* The control: root's directory, opened as the tree, is refused for the member. */
+        ASSERT_ERROR(EPERM, stage_at_owned(self->job, link, OWNER, FS_OVERLAY, 1 << 20, JOB_UID, JOB_GID, &s));
+        ASSERT_EQ(0, mounts_below(self->job));
 }

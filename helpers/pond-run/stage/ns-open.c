@@ -3,7 +3,9 @@
  * namespace of its own (ProtectSystem=strict, ProtectHome=, PrivateTmp=), where a checkout or a bundle under
  * /home, /tmp or /var/tmp is hidden and every other one read-only; the spec names them as the host sees
  * them. A forked child joins the service manager's namespace, opens (or clones, for a mount), and passes
- * the fd back: a file or directory fd works in any namespace, a detached clone can be attached in ours. */
+ * the fd back: a file or directory fd works in any namespace, a detached clone can be attached in ours.
+ * A directory opened there is cloned there too: open_tree() clones only a mount of the caller's own
+ * namespace (from ours, one of the manager's gives EINVAL), so the child that joined it inherits the fd. */
 #include <fcntl.h>
 #include <sched.h>
 #include <string.h>
@@ -29,8 +31,14 @@ static int in_namespace(const char *ns_path) {
         return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
-static int open_here(bool tree, const char *path, int flags) {
-        int fd = tree ? (int) syscall(SYS_open_tree, AT_FDCWD, path, (unsigned) flags) : open(path, flags, 0);
+/* With path NULL, a clone of the mount and directory dirfd is open on (open_tree() with AT_EMPTY_PATH). */
+static int open_here(bool tree, int dirfd, const char *path, int flags) {
+        int fd;
+
+        if (tree && !path)
+                fd = (int) syscall(SYS_open_tree, dirfd, "", (unsigned) flags | AT_EMPTY_PATH);
+        else
+                fd = tree ? (int) syscall(SYS_open_tree, AT_FDCWD, path, (unsigned) flags) : open(path, flags, 0);
         return fd < 0 ? -errno : fd;
 }
 
@@ -81,16 +89,17 @@ static int receive_answer(int sock, int *ret_fd) {
         return 0;
 }
 
-static int open_in(const char *ns_path, bool tree, const char *path, int flags, int *ret_fd) {
+static int open_in(const char *ns_path, bool tree, int dirfd, const char *path, int flags, int *ret_fd) {
         _cleanup_(sigkill_waitp) PidRef child = PIDREF_NULL;
         _cleanup_close_ int nsfd = -EBADF, ours = -EBADF, theirs = -EBADF;
-        int sv[2], keep[2], r;
+        const char *what = path ?: "an open directory";
+        int sv[2], keep[3], r;
 
         r = in_namespace(ns_path);
         if (r < 0)
                 return log_debug_errno(r, "Cannot compare mount namespaces with %s: %m", ns_path);
         if (r > 0) {
-                r = open_here(tree, path, flags);
+                r = open_here(tree, dirfd, path, flags);
                 if (r < 0)
                         return r;
                 *ret_fd = r;
@@ -105,25 +114,32 @@ static int open_in(const char *ns_path, bool tree, const char *path, int flags, 
         theirs = sv[1];
         keep[0] = theirs;
         keep[1] = nsfd;
-        r = safe_fork_full("(pond-nsopen)", NULL, keep, 2, FORK_RESET_SIGNALS | FORK_DEATHSIG | FORK_CLOSE_ALL_FDS,
-                           &child);
+        keep[2] = dirfd;        /* the child inherits it: a clone of its mount is made there */
+        r = safe_fork_full("(pond-nsopen)", NULL, keep, path ? 2 : 3,
+                           FORK_RESET_SIGNALS | FORK_DEATHSIG | FORK_CLOSE_ALL_FDS, &child);
         if (r < 0)
                 return r;
         if (r == 0) {
-                r = setns(nsfd, CLONE_NEWNS) < 0 ? -errno : open_here(tree, path, flags);
+                r = setns(nsfd, CLONE_NEWNS) < 0 ? -errno : open_here(tree, dirfd, path, flags);
                 _exit(send_answer(theirs, r) < 0 ? 1 : 0);
         }
         theirs = safe_close(theirs);
         r = receive_answer(ours, ret_fd);
         if (r == -EIO)
-                return log_debug_errno(r, "No answer from the child opening %s in %s", path, ns_path);
+                return log_debug_errno(r, "No answer from the child opening %s in %s", what, ns_path);
         return r;
 }
 
 int ns_open(const char *ns_path, const char *path, int flags, int *ret_fd) {
-        return open_in(ns_path, false, path, flags | O_CLOEXEC, ret_fd);
+        return open_in(ns_path, false, -EBADF, path, flags | O_CLOEXEC, ret_fd);
 }
 
 int ns_open_tree(const char *ns_path, const char *path, unsigned flags, int *ret_fd) {
-        return open_in(ns_path, true, path, (int) (flags | OPEN_TREE_CLOEXEC), ret_fd);
+        return open_in(ns_path, true, -EBADF, path, (int) (flags | OPEN_TREE_CLOEXEC), ret_fd);
+}
+
+int ns_clone_fd(const char *ns_path, int dirfd, unsigned flags, int *ret_fd) {
+        if (dirfd < 0)
+                return -EBADF;
+        return open_in(ns_path, true, dirfd, NULL, (int) (flags | OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC), ret_fd);
 }

@@ -15,32 +15,33 @@
 #include "stage/stage.h"
 #include "userns/userns.h"
 
-/* Clones the checkout's mount (not its submounts) as source_ns sees it, idmapped so that its owner is the job
- * user (host ids job_uid/job_gid), and attaches it at target (in our namespace: a detached clone goes
- * anywhere). */
-static int mount_checkout(const char *source_ns, const char *src, uid_t owner, const char *target, bool readonly,
+/* Clones the mount and directory checkout_fd is open on (not its submounts), in source_ns where it was
+ * opened, idmapped so that its owner is the job user (host ids job_uid/job_gid), and attaches it at target
+ * (in our namespace: a detached clone goes anywhere). The fd is what acceptance opened and checked: whatever
+ * the checkout's path leads to by now, the tree mounted is that one, and its owner is checked on the clone. */
+static int mount_checkout(const char *source_ns, int checkout_fd, uid_t owner, const char *target, bool readonly,
                           uid_t job_uid, gid_t job_gid) {
         _cleanup_close_ int tree = -EBADF, userns = -EBADF;
         struct stat st;
         int r;
 
-        r = ns_open_tree(source_ns, src, OPEN_TREE_CLONE, &tree);
+        r = ns_clone_fd(source_ns, checkout_fd, 0, &tree);
         if (r < 0)
-                return log_debug_errno(r, "open_tree(%s) failed: %m", src);
+                return log_debug_errno(r, "Cannot clone the checkout's mount: %m");
         if (fstat(tree, &st) < 0)
-                return log_debug_errno(errno, "Cannot stat checkout %s: %m", src);
+                return log_debug_errno(errno, "Cannot stat the checkout: %m");
         if (!S_ISDIR(st.st_mode))
-                return log_debug_errno(ENOTDIR, "Checkout %s is not a directory", src);
+                return log_debug_errno(ENOTDIR, "The checkout is not a directory");
         if (owner != STAGE_ANY_OWNER && st.st_uid != owner)
-                return log_debug_errno(EPERM, "Checkout %s is owned by uid %u, not by the job's submitter (uid %u)",
-                                       src, (unsigned) st.st_uid, (unsigned) owner);
+                return log_debug_errno(EPERM, "The checkout is owned by uid %u, not by the job's submitter (uid %u)",
+                                       (unsigned) st.st_uid, (unsigned) owner);
         r = userns_map_one(st.st_uid, st.st_gid, job_uid, job_gid, &userns);
         if (r < 0)
                 return log_debug_errno(r, "Cannot create the idmapping user namespace: %m");
         r = idmap_tree(tree, userns, readonly ? IDMAP_RDONLY : 0);
         if (r < 0)
-                return log_debug_errno(r, "Cannot idmap the checkout %s (does its file system support idmapped "
-                                       "mounts?): %m", src);
+                return log_debug_errno(r, "Cannot idmap the checkout (does its file system support idmapped "
+                                       "mounts?): %m");
         if (syscall(SYS_move_mount, tree, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) < 0)
                 return log_debug_errno(errno, "move_mount to %s failed: %m", target);
         return 0;
@@ -89,18 +90,18 @@ static int mount_scratch(const char *job_dir, uint64_t bytes, uid_t job_uid, gid
         return 0;
 }
 
-static int stage_overlay(const char *job_dir, const char *source_ns, const char *checkout, uid_t owner,
+static int stage_overlay(const char *job_dir, const char *source_ns, int checkout_fd, uid_t owner,
                          uint64_t scratch_bytes, uid_t job_uid, gid_t job_gid, Stage *s) {
         _cleanup_free_ char *work = NULL, *opts = NULL;
         int r;
 
-        s->lower = path_join(job_dir, checkout ? "lower" : "empty");
+        s->lower = path_join(job_dir, checkout_fd >= 0 ? "lower" : "empty");
         if (!s->lower)
                 return -ENOMEM;
         if (mkdir(s->lower, 0755) < 0 && errno != EEXIST)
                 return -errno;
-        if (checkout) {
-                r = mount_checkout(source_ns, checkout, owner, s->lower, true, job_uid, job_gid);
+        if (checkout_fd >= 0) {
+                r = mount_checkout(source_ns, checkout_fd, owner, s->lower, true, job_uid, job_gid);
                 if (r < 0)
                         return r;
         }
@@ -115,13 +116,13 @@ static int stage_overlay(const char *job_dir, const char *source_ns, const char 
         return 0;
 }
 
-int stage_setup(const char *job_dir, const char *source_ns, const char *checkout, FsPosture fs, uint64_t scratch_bytes,
+int stage_setup(const char *job_dir, const char *source_ns, int checkout_fd, FsPosture fs, uint64_t scratch_bytes,
                 uid_t job_uid, gid_t job_gid, Stage *ret) {
-        return stage_setup_owned(job_dir, source_ns, checkout, STAGE_ANY_OWNER, fs, scratch_bytes, job_uid, job_gid,
-                                 ret);
+        return stage_setup_owned(job_dir, source_ns, checkout_fd, STAGE_ANY_OWNER, fs, scratch_bytes, job_uid,
+                                 job_gid, ret);
 }
 
-int stage_setup_owned(const char *job_dir, const char *source_ns, const char *checkout, uid_t owner, FsPosture fs,
+int stage_setup_owned(const char *job_dir, const char *source_ns, int checkout_fd, uid_t owner, FsPosture fs,
                       uint64_t scratch_bytes, uid_t job_uid, gid_t job_gid, Stage *ret) {
         Stage s = {};
         int r;
@@ -138,19 +139,20 @@ int stage_setup_owned(const char *job_dir, const char *source_ns, const char *ch
         switch (fs) {
         case FS_READONLY:
                 s.readonly = true;
-                r = checkout ? mount_checkout(source_ns, checkout, owner, s.workspace, true, job_uid, job_gid) : 0;
-                if (r >= 0 && checkout && !(s.lower = strdup(s.workspace)))
+                r = checkout_fd >= 0 ? mount_checkout(source_ns, checkout_fd, owner, s.workspace, true, job_uid,
+                                                      job_gid) : 0;
+                if (r >= 0 && checkout_fd >= 0 && !(s.lower = strdup(s.workspace)))
                         r = -ENOMEM;
                 break;
         case FS_HOST:
                 /* Profile none edits the checkout in place: the explicit, local-only opt-out. */
-                if (checkout) {
-                        r = mount_checkout(source_ns, checkout, owner, s.workspace, false, job_uid, job_gid);
+                if (checkout_fd >= 0) {
+                        r = mount_checkout(source_ns, checkout_fd, owner, s.workspace, false, job_uid, job_gid);
                         break;
                 }
                 _fallthrough_;
         case FS_OVERLAY:
-                r = stage_overlay(job_dir, source_ns, checkout, owner, scratch_bytes, job_uid, job_gid, &s);
+                r = stage_overlay(job_dir, source_ns, checkout_fd, owner, scratch_bytes, job_uid, job_gid, &s);
                 break;
         default:
                 r = -EINVAL;

@@ -435,6 +435,86 @@ int tree_digest_cached(int dirfd, DigestCache *cache, uint8_t ret_digest[SHA256_
         return 0;
 }
 
+static bool changed_since(const struct stat *st, const struct timespec *since) {
+        if (st->st_ctim.tv_sec != since->tv_sec)
+                return st->st_ctim.tv_sec > since->tv_sec;
+        /* The same second: at or after since, or stamped by a file system with whole seconds only. */
+        return st->st_ctim.tv_nsec >= since->tv_nsec || st->st_ctim.tv_nsec == 0;
+}
+
+typedef struct ChangeWalk {
+        const struct timespec *since;
+        size_t n;
+        bool changed;
+} ChangeWalk;
+
+static int change_walk_dir(ChangeWalk *w, int dirfd, unsigned depth) {
+        _cleanup_closedir_ DIR *d = NULL;
+        int r;
+
+        r = opendir_fd(dirfd, &d);
+        if (r < 0)
+                return r;
+        for (;;) {
+                _cleanup_close_ int subfd = -EBADF;
+                struct stat st;
+
+                errno = 0;
+                struct dirent *de = readdir(d);
+                if (!de)
+                        return errno > 0 ? -errno : 0;
+                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        continue;
+                if (++w->n > TREE_MAX_ENTRIES)
+                        return -E2BIG;
+                if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                        if (errno == ENOENT) {  /* listed, then gone: removed under us */
+                                w->changed = true;
+                                return 0;
+                        }
+                        return negative_errno();
+                }
+                if (changed_since(&st, w->since)) {
+                        w->changed = true;
+                        return 0;
+                }
+                if (!S_ISDIR(st.st_mode))
+                        continue;
+                if (depth >= TREE_MAX_DEPTH)
+                        return -ELOOP;
+                subfd = openat_beneath(dirfd, de->d_name, O_RDONLY | O_DIRECTORY, 0);
+                if (subfd == -ENOENT || subfd == -ENOTDIR) {
+                        w->changed = true;
+                        return 0;
+                }
+                if (subfd < 0)
+                        return subfd;
+                r = change_walk_dir(w, subfd, depth + 1);
+                if (r < 0 || w->changed)
+                        return r;
+        }
+}
+
+int tree_changed_since(int dirfd, const struct timespec *since, bool *ret_changed) {
+        ChangeWalk w = { .since = since };
+        struct stat st;
+        int r;
+
+        if (fstat(dirfd, &st) < 0)
+                return negative_errno();
+        if (!S_ISDIR(st.st_mode))
+                return -ENOTDIR;
+        if (changed_since(&st, since))
+                w.changed = true;
+        else {
+                r = change_walk_dir(&w, dirfd, 0);
+                if (r < 0)
+                        return r;
+        }
+        *ret_changed = w.changed;
+        return 0;
+}
+
 int tree_digest(int dirfd, uint8_t ret_digest[SHA256_SIZE]) {
         return tree_digest_cached(dirfd, NULL, ret_digest);
 }

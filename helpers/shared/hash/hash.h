@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 #include <sys/types.h>
 
 #include "basic/fileio.h" /* openat_beneath(), which lived here once */
@@ -38,6 +39,17 @@ typedef struct DigestCache DigestCache;
  * same either way. A file swapped while the tree is read fails with -ESTALE. */
 int tree_digest(int dirfd, uint8_t ret_digest[SHA256_SIZE]);
 int tree_digest_cached(int dirfd, DigestCache *cache, uint8_t ret_digest[SHA256_SIZE]);
+
+/* Whether anything in the tree below dirfd (the root itself included, not following symlinks, entered the way
+ * tree_digest() enters it) changed at or after since, a CLOCK_REALTIME_COARSE reading (file systems stamp
+ * times from the coarse clock: a finer reading may be later than a change made after it): some inode's ctime
+ * is not before it. Every change the kernel makes to an inode (content, size, mode, owner, xattrs, links) and to a
+ * directory (an entry added, removed or renamed) sets its ctime to the time of the change, and no user can set
+ * a ctime: so a change after since, even undone again, is found, on a file system whose timestamps are 1 s or
+ * finer (a ctime truncated to since's second, with no nanoseconds, counts as changed). Not seen: a write
+ * through a shared mapping to a page already dirty before since, a clock stepped back. 1 in *ret_changed and
+ * 0, or -errno (the tree could not be read whole; -ELOOP, -E2BIG past tree_digest()'s bounds). */
+int tree_changed_since(int dirfd, const struct timespec *since, bool *ret_changed);
 
 /* input_sha = hex(sha256(INPUT_SHA_DOMAIN || sha256(spec) || tree_digest(checkout))), with the tree digest of
  * "no checkout" (checkout_dirfd < 0) being sha256 of the empty string. */
