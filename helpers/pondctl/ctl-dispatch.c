@@ -39,7 +39,7 @@ static int read_json(const char *path, json_object **ret, char **ret_error) {
         int r;
 
         r = path ? read_full_file(path, JSON_STRICT_MAX_BYTES, &buf, &len) :
-                   ctl_read_stdin(JSON_STRICT_MAX_BYTES, &buf, &len);
+                   read_full_stream(STDIN_FILENO, JSON_STRICT_MAX_BYTES, &buf, &len);
         if (r < 0)
                 return error_set(ret_error, r, "%s: %s", path ?: "stdin", strerror(-r));
         r = json_parse_strict(buf, len, JSON_STRICT_MAX_BYTES, JSON_STRICT_MAX_DEPTH, ret, &err);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* ctl-main.c: pondctl's verb table, its usage texts (`pondctl --help`, `pondctl VERB --help`) and the
- * dispatch from argv to a verb with the exit statuses of pondctl(1), plus the two ends scripts use (JSON on
- * stdout, a spec or block on stdin): in the library so that unit tests can drive the command line. */
+ * dispatch from argv to a verb with the exit statuses of pondctl(1), plus the JSON scripts read on stdout:
+ * in the library so that unit tests can drive the command line. */
 #include <getopt.h>
 #include <string.h>
 
@@ -101,30 +101,6 @@ static const Verb verbs[] = {
 
 void ctl_json_print(json_object *o) {
         puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
-}
-
-int ctl_read_stdin(size_t max, char **ret, size_t *ret_len) {
-        _cleanup_free_ char *buf = malloc(max + 1);
-        size_t len = 0;
-
-        if (!buf)
-                return -ENOMEM;
-        for (;;) {
-                ssize_t k = read(STDIN_FILENO, buf + len, max + 1 - len);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0)
-                        return -errno;
-                if (k == 0)
-                        break;
-                len += (size_t) k;
-                if (len > max)
-                        return -EFBIG;
-        }
-        buf[len] = 0;
-        *ret = TAKE_PTR(buf);
-        *ret_len = len;
-        return 0;
 }
 
 static void usage(FILE *f) {

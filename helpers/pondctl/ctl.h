@@ -355,8 +355,6 @@ void ctl_list_args_done(CtlListArgs *a);
 
 /* JSON for scripts on stdout: json-c, pretty, no escaped slashes, and a newline. */
 void ctl_json_print(json_object *o);
-/* All of stdin (a pipe as often as a file), at most max bytes (-EFBIG beyond), NUL-terminated. */
-int ctl_read_stdin(size_t max, char **ret, size_t *ret_len);
 
 /* ctl-jobs.c */
 /* argv[first] as the only positional argument, a valid job id; logs usage otherwise. */
