@@ -361,6 +361,9 @@ void ctl_json_print(json_object *o);
 int ctl_job_id_arg(int argc, char *argv[], int first, const char **ret);
 /* Whether the job has a spool entry, an inbox file or a result. */
 bool ctl_job_known(const JobPaths *p, const char *job_id);
+/* The paths of a job that is known and that the caller may read: 0, -ENOMEM (*paths to be freed), or the
+ * exit status having said why not (ctl_job_known(), ctl_job_check_readable()). */
+int ctl_job_open(const char *id, JobPaths *paths);
 /* 0 if the caller may read the job's result and log, else the exit status having said why: another user's
  * job (docs/operations.md, "Who may use pond"). */
 int ctl_job_check_readable(const JobPaths *p, const char *job_id);
