@@ -297,6 +297,20 @@ static int host_wait_job(const char *id, const uint8_t *pk, bool quiet, bool jso
         return status;
 }
 
+/* wait and result: the options by opts, the job id, --into (f->into) checked. 0, or -EINVAL having said
+ * why (a usage error). */
+static int host_job_args(int argc, char *argv[], const CtlOption opts[], const HostFetch *f,
+                         const char **ret_id) {
+        const char *id;
+        int r;
+
+        r = ctl_options_parse(argc, argv, opts, NULL);
+        if (r < 0 || ctl_job_id_arg(argc, argv, r, &id) < 0 || into_check(f->into, id) < 0)
+                return -EINVAL;
+        *ret_id = id;
+        return 0;
+}
+
 static int host_wait(int argc, char *argv[]) {
         _cleanup_(host_fetch_done) HostFetch f = HOST_FETCH_NULL;
         const char *id, *pubkey = NULL;
@@ -309,10 +323,8 @@ static int host_wait(int argc, char *argv[]) {
                 CTL_OPTION_INTO(&f.into),
                 {}
         };
-        int r;
 
-        r = ctl_options_parse(argc, argv, options, NULL);
-        if (r < 0 || ctl_job_id_arg(argc, argv, r, &id) < 0 || into_check(f.into, id) < 0)
+        if (host_job_args(argc, argv, options, &f, &id) < 0)
                 return CTL_EXIT_USAGE;
         if (need_pubkey(pubkey, pk) < 0)
                 return pubkey ? CTL_EXIT_UNVERIFIED : CTL_EXIT_USAGE;
@@ -330,8 +342,7 @@ static int host_result(int argc, char *argv[]) {
         };
         int r;
 
-        r = ctl_options_parse(argc, argv, options, NULL);
-        if (r < 0 || ctl_job_id_arg(argc, argv, r, &id) < 0 || into_check(f.into, id) < 0)
+        if (host_job_args(argc, argv, options, &f, &id) < 0)
                 return CTL_EXIT_USAGE;
         if (need_pubkey(pubkey, pk) < 0)
                 return pubkey ? CTL_EXIT_ERROR : CTL_EXIT_USAGE;

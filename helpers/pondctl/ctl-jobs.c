@@ -97,12 +97,23 @@ int ctl_verb_submit(int argc, char *argv[]) {
         return 0;
 }
 
-int ctl_job_open(const char *id, JobPaths *paths) {
+int ctl_job_open(int argc, char *argv[], const CtlOption opts[], int oom_status, const char **ret_id,
+                 JobPaths *paths) {
+        const char *id;
+        int r;
+
+        r = ctl_options_parse(argc, argv, opts, NULL);
+        if (r < 0 || ctl_job_id_arg(argc, argv, r, &id) < 0)
+                return CTL_EXIT_USAGE;
         if (job_paths_init(paths, id) < 0)
-                return -ENOMEM;
+                return ctl_fail(oom_status, "Out of memory.");
         if (!ctl_job_known(paths, id))
                 return ctl_fail(CTL_EXIT_NOT_FOUND, "No job %s in %s.", id, paths->spool);
-        return ctl_job_check_readable(paths, id);
+        r = ctl_job_check_readable(paths, id);
+        if (r != 0)
+                return r;
+        *ret_id = id;
+        return 0;
 }
 
 /* The status text is the supervisor's (it may quote the spec), the result is not verified here: every
@@ -139,12 +150,7 @@ int ctl_verb_status(int argc, char *argv[]) {
         const char *id;
         int r;
 
-        r = ctl_options_parse(argc, argv, options, NULL);
-        if (r < 0 || ctl_job_id_arg(argc, argv, r, &id) < 0)
-                return CTL_EXIT_USAGE;
-        r = ctl_job_open(id, &paths);
-        if (r == -ENOMEM)
-                return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
+        r = ctl_job_open(argc, argv, options, CTL_EXIT_ERROR, &id, &paths);
         if (r != 0)
                 return r;
         r = ctl_bus_open(&bus);
@@ -259,12 +265,7 @@ int ctl_verb_logs(int argc, char *argv[]) {
         const char *id;
         int r;
 
-        r = ctl_options_parse(argc, argv, options, NULL);
-        if (r < 0 || ctl_job_id_arg(argc, argv, r, &id) < 0)
-                return CTL_EXIT_USAGE;
-        r = ctl_job_open(id, &paths);
-        if (r == -ENOMEM)
-                return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
+        r = ctl_job_open(argc, argv, options, CTL_EXIT_ERROR, &id, &paths);
         if (r != 0)
                 return r;
         (void) signal(SIGPIPE, SIG_IGN);
@@ -300,16 +301,11 @@ int ctl_verb_wait(int argc, char *argv[]) {
         };
         int r, status;
 
-        r = ctl_options_parse(argc, argv, options, NULL);
-        if (r < 0 || ctl_job_id_arg(argc, argv, r, &id) < 0)
-                return CTL_EXIT_USAGE;
-        r = ctl_job_open(id, &paths);
-        if (r == 0 && ctl_result_dir(&paths, id, &dir) < 0)
-                r = -ENOMEM;
-        if (r == -ENOMEM)
-                return ctl_fail(CTL_EXIT_FAILED, "Out of memory.");
+        r = ctl_job_open(argc, argv, options, CTL_EXIT_FAILED, &id, &paths);
         if (r != 0)
                 return r;
+        if (ctl_result_dir(&paths, id, &dir) < 0)
+                return ctl_fail(CTL_EXIT_FAILED, "Out of memory.");
         if (ctl_load_public_key(pubkey, pk) < 0)
                 status = CTL_EXIT_UNVERIFIED;
         else {

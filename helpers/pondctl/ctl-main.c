@@ -20,6 +20,10 @@ typedef struct Verb {
         const char *options; /* the verb's --help beyond its synopsis; NULL: none */
 } Verb;
 
+/* The help of the options several verbs take (ctl-options.h). */
+#define HELP_PUBKEY "  --pubkey FILE  verify with this key instead of KEYDIR/sign.pub\n"
+#define HELP_INTO "  --into DIR     with -H (which requires --pubkey): keep the fetched, verified result at DIR/ID\n"
+
 static const Verb verbs[] = {
         { "run", ctl_verb_run, "[OPTIONS] -- CMD...", "run a job and exit with its rc",
           "  --profile P --backend B --tier T --image NAME --checkout DIR --allow-host H (repeatable)\n"
@@ -42,10 +46,10 @@ static const Verb verbs[] = {
           "  -f, --follow  follow the live log until the job ends, then its signed copy in the result\n"
           "Exits 0, 4 no such job, 127 the result's log does not verify.\n" },
         { "wait", ctl_verb_wait, "ID [--pubkey F] [-q] [--json]", "wait, verify, exit as run does",
-          "  --pubkey FILE  verify with this key instead of KEYDIR/sign.pub\n"
+          HELP_PUBKEY
           "  -q, --quiet    no summary\n"
           "  --json         the outcome as one JSON object on stdout (verified, exit_status, result)\n"
-          "  --into DIR     with -H (which requires --pubkey): keep the fetched, verified result at DIR/ID\n"
+          HELP_INTO
           "Exits as run does; 4 if there is no such job.\n" },
         { "attach", ctl_verb_attach, "ID", "reattach to a running -t or -i job",
           "A -t job: its terminal here (Ctrl-] detaches again), then its result as wait gives it.\n"
@@ -66,8 +70,8 @@ static const Verb verbs[] = {
           "  --profile P    only jobs of profile P\n" },
         { "result", ctl_verb_result, "ID [--json] [--pubkey F]", "verify and show a result",
           "  --json         result.json byte for byte, as verified\n"
-          "  --pubkey FILE  verify with this key instead of KEYDIR/sign.pub\n"
-          "  --into DIR     with -H (which requires --pubkey): keep the fetched, verified result at DIR/ID\n"
+          HELP_PUBKEY
+          HELP_INTO
           "Exits 0, 1 it does not verify, 4 no such job or no result yet.\n" },
         { "verify", ctl_verb_verify, "--pubkey F [OPTIONS] DIR", "check a result directory",
           "  --pubkey FILE --job-id ID --input-sha HEX --image-digest sha256:HEX\n"

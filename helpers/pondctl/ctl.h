@@ -17,6 +17,7 @@
 #include "basic/process-util.h"
 #include "basic/unit-name.h"
 #include "ctl-escape.h"
+#include "ctl-options.h"
 #include "policy/policy.h"
 #include "policy/spec.h"
 #include "result/output.h"
@@ -361,9 +362,11 @@ void ctl_json_print(json_object *o);
 int ctl_job_id_arg(int argc, char *argv[], int first, const char **ret);
 /* Whether the job has a spool entry, an inbox file or a result. */
 bool ctl_job_known(const JobPaths *p, const char *job_id);
-/* The paths of a job that is known and that the caller may read: 0, -ENOMEM (*paths to be freed), or the
- * exit status having said why not (ctl_job_known(), ctl_job_check_readable()). */
-int ctl_job_open(const char *id, JobPaths *paths);
+/* `pondctl VERB [OPTIONS] ID` of one job: the options parsed by opts (ctl-options.h), the id checked, and
+ * the job's paths (to be freed) if it is known and the caller may read it. 0 and *ret_id, or the exit
+ * status having said why not: CTL_EXIT_USAGE, CTL_EXIT_NOT_FOUND, ctl_job_check_readable()'s, oom_status. */
+int ctl_job_open(int argc, char *argv[], const CtlOption opts[], int oom_status, const char **ret_id,
+                 JobPaths *paths);
 /* 0 if the caller may read the job's result and log, else the exit status having said why: another user's
  * job (docs/operations.md, "Who may use pond"). */
 int ctl_job_check_readable(const JobPaths *p, const char *job_id);
