@@ -3,7 +3,6 @@
 #include <math.h>
 
 #include "basic/errmsg.h"
-#include "basic/fileio.h"
 #include "basic/json-strict.h"
 #include "basic/json-util.h"
 #include "basic/macro.h"
@@ -84,15 +83,19 @@ static const JsonField table_fields[] = {
         {}
 };
 
+static const JsonDocument table_document = {
+        .max_bytes = JSON_STRICT_MAX_BYTES,
+        .max_depth = 4,
+        .where = "prices",
+        .fields = table_fields,
+};
+
 int broker_prices_parse(const char *text, size_t len, BrokerPrices *ret, char **ret_error) {
-        _cleanup_json_ json_object *o = NULL;
         BrokerPrices p = { .input_bytes_per_token = 1, .input_overhead_tokens = 2048,
                            .default_max_output_tokens = 32768 };
         int r;
 
-        r = json_parse_strict(text, len, JSON_STRICT_MAX_BYTES, 4, &o, ret_error);
-        if (r >= 0)
-                r = json_dispatch(o, "prices", table_fields, &p, ret_error);
+        r = json_document_parse(&table_document, text, len, &p, ret_error);
         if (r < 0) {
                 broker_prices_done(&p);
                 return r;
@@ -101,15 +104,12 @@ int broker_prices_parse(const char *text, size_t len, BrokerPrices *ret, char **
         return 0;
 }
 
-int broker_prices_load(const char *path, BrokerPrices *ret, char **ret_error) {
-        _cleanup_free_ char *text = NULL;
-        size_t len;
-        int r;
-
-        r = read_full_file(path, JSON_STRICT_MAX_BYTES, &text, &len);
-        if (r < 0)
-                return error_set(ret_error, r, "Failed to read price table '%s': %s", path, strerror(-r));
+static int parse_text(const char *text, size_t len, void *ret, char **ret_error) {
         return broker_prices_parse(text, len, ret, ret_error);
+}
+
+int broker_prices_load(const char *path, BrokerPrices *ret, char **ret_error) {
+        return json_load_file(path, JSON_STRICT_MAX_BYTES, "price table", parse_text, ret, ret_error);
 }
 
 void broker_prices_done(BrokerPrices *p) {

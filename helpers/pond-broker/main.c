@@ -2,18 +2,20 @@
 /* pond-broker: the per-job credential broker, run by pond-broker@ID.service. Options into arg_*, the
  * configuration and price table, the credentials' secrets, the listening socket (from the
  * configuration), then the server in broker-server.c. See docs/broker.md. */
-#include <getopt.h>
+#include <ctype.h>
 #include <inttypes.h>
 #include <sodium.h>
+#include <stdarg.h>
 
 #include "basic/fileio.h"
 #include "basic/log.h"
+#include "basic/string-util.h"
 #include "broker-price.h"
 #include "broker-server.h"
-#include "config.h"
 #include "secrets/keys.h"
 #include "secrets/seal.h"
 #include "sidecar/broker-config.h"
+#include "sidecar/sidecar-args.h"
 #include "sidecar/socket-util.h"
 
 #define TEST_SECRETS_MAX BROKER_CREDENTIALS_MAX
@@ -44,9 +46,6 @@ static int parse_option(int c, const char *optarg_) {
         unsigned long v;
 
         switch (c) {
-        case 'c':
-                arg_config_file = optarg_;
-                return 0;
         case 'A':
                 arg_ca_file = optarg_;
                 return 0;
@@ -73,44 +72,40 @@ static int parse_option(int c, const char *optarg_) {
                                                TEST_SECRETS_MAX);
                 arg_test_secrets[arg_n_test_secrets++] = optarg_;
                 return 0;
-        case 'd':
-                log_set_max_level(LOG_DEBUG);
-                return 0;
         default:
                 return -EINVAL;
         }
 }
 
-static int parse_argv(int argc, char *argv[]) {
-        static const struct option options[] = {
-                { "config", required_argument, NULL, 'c' },
+/* The shared command line's refusals are fragments (pond-egress's status text): here, sentences. */
+static int refuse(int r, const char *fmt, ...) _printf_(2, 3);
+static int refuse(int r, const char *fmt, ...) {
+        _cleanup_free_ char *why = NULL;
+        va_list ap;
+
+        va_start(ap, fmt);
+        why = strdupf_va(fmt, ap);
+        va_end(ap);
+        if (!why)
+                return log_oom();
+        why[0] = (char) toupper((unsigned char) why[0]);
+        return log_error_errno(r, "%s.", why);
+}
+
+static const SidecarArgs args = {
+        .program = "pond-broker",
+        .options = (const struct option[]) {
                 { "ca-file", required_argument, NULL, 'A' },
                 { "stats-file", required_argument, NULL, 's' },
                 { "key-dir", required_argument, NULL, 'k' },
                 { "ceiling-grace", required_argument, NULL, 'g' },
                 { "secret", required_argument, NULL, 'S' },
-                { "debug", no_argument, NULL, 'd' },
-                { "help", no_argument, NULL, 'h' },
-                { "version", no_argument, NULL, 'V' },
                 {}
-        };
-        int c, r;
-
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
-                if (c == 'h')
-                        return help(), 0;
-                if (c == 'V')
-                        return puts("pond-broker " POND_VERSION), 0;
-                r = parse_option(c, optarg);
-                if (r < 0)
-                        return r;
-        }
-        if (optind != argc)
-                return log_error_errno(EINVAL, "Unexpected argument '%s'.", argv[optind]);
-        if (!arg_config_file)
-                return log_error_errno(EINVAL, "--config is required.");
-        return 1;
-}
+        },
+        .help = help,
+        .parse_option = parse_option,
+        .refuse = refuse,
+};
 
 /* Test only (--secret NAME=FILE): the file's first line is the key; the buffer is wiped. */
 static int load_test_secret(BrokerConfig *config, const char *spec) {
@@ -226,8 +221,7 @@ int main(int argc, char *argv[]) {
         BrokerPrices prices = {};
         int r;
 
-        log_set_prefix("pond-broker");
-        r = parse_argv(argc, argv);
+        r = sidecar_args_parse(&args, argc, argv, &arg_config_file);
         if (r > 0)
                 r = run(&config, &prices);
         broker_config_done(&config);

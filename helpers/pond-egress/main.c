@@ -3,16 +3,15 @@
  * (egress-job-config.h) from --config, the worker's options into arg_*, the listening socket, then the
  * loop in egress-proxy.c. A proxy that cannot start says why in its unit's status text, which pond-run
  * puts in the job's result. See docs/egress.md. */
-#include <getopt.h>
 #include <stdarg.h>
 #include <systemd/sd-daemon.h>
 
 #include "basic/log.h"
 #include "basic/string-util.h"
-#include "config.h"
 #include "egress-proxy.h"
 #include "egress-resolve.h"
 #include "sidecar/egress-job-config.h"
+#include "sidecar/sidecar-args.h"
 #include "sidecar/socket-util.h"
 
 _Static_assert(EGRESS_JOB_PORTS_MAX <= EGRESS_PORTS_MAX, "the proxy must hold every port the config may list");
@@ -74,9 +73,6 @@ static int parse_option(int c, const char *optarg_) {
         uint64_t v;
 
         switch (c) {
-        case 'C':
-                arg_config_file = optarg_;
-                return 0;
         case 'H':
                 cf->hosts_file = optarg_;
                 return 0;
@@ -101,17 +97,14 @@ static int parse_option(int c, const char *optarg_) {
                 if (parse_u64(optarg_, 1, UINT64_MAX, &cf->max_bytes) < 0)
                         return refuse(-EINVAL, "invalid --max-bytes '%s'", optarg_);
                 return 0;
-        case 'd':
-                log_set_max_level(LOG_DEBUG);
-                return 0;
         default: /* getopt_long() named it */
                 return refuse(-EINVAL, "an unknown option, or one without its argument (pond-egress --help)");
         }
 }
 
-static int parse_argv(int argc, char *argv[]) {
-        static const struct option options[] = {
-                { "config", required_argument, NULL, 'C' },
+static const SidecarArgs args = {
+        .program = "pond-egress",
+        .options = (const struct option[]) {
                 { "hosts-file", required_argument, NULL, 'H' },
                 { "dns-server", required_argument, NULL, 'D' },
                 { "resolv-conf", required_argument, NULL, 'R' },
@@ -119,26 +112,19 @@ static int parse_argv(int argc, char *argv[]) {
                 { "idle-timeout", required_argument, NULL, 'i' },
                 { "total-timeout", required_argument, NULL, 't' },
                 { "max-bytes", required_argument, NULL, 'b' },
-                { "debug", no_argument, NULL, 'd' },
-                { "help", no_argument, NULL, 'h' },
-                { "version", no_argument, NULL, 'V' },
                 {}
-        };
-        int c, r;
+        },
+        .help = help,
+        .parse_option = parse_option,
+        .refuse = refuse,
+};
 
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
-                if (c == 'h')
-                        return help(), 0;
-                if (c == 'V')
-                        return puts("pond-egress " POND_VERSION), 0;
-                r = parse_option(c, optarg);
-                if (r < 0)
-                        return r;
-        }
-        if (optind != argc)
-                return refuse(-EINVAL, "unexpected argument '%s'", argv[optind]);
-        if (!arg_config_file)
-                return refuse(-EINVAL, "--config is required");
+static int parse_argv(int argc, char *argv[]) {
+        int r;
+
+        r = sidecar_args_parse(&args, argc, argv, &arg_config_file);
+        if (r <= 0)
+                return r;
         if ((arg_config.hosts_file ? 1 : 0) + (arg_config.dns_server ? 1 : 0) + (arg_config.resolv_conf ? 1 : 0) > 1)
                 return refuse(-EINVAL, "at most one of --hosts-file, --dns-server and --resolv-conf");
         return 1;
@@ -198,7 +184,6 @@ static int run(void) {
 int main(int argc, char *argv[]) {
         int r;
 
-        log_set_prefix("pond-egress");
         egress_config_init(&arg_config);
         r = parse_argv(argc, argv);
         if (r > 0)

@@ -9,6 +9,7 @@
 #include "basic/fileio.h"
 #include "basic/json-strict.h"
 #include "ctl-dispatch.h"
+#include "ctl-options.h"
 #include "ctl.h"
 #include "dispatch.h"
 
@@ -39,7 +40,7 @@ static int read_json(const char *path, json_object **ret, char **ret_error) {
         int r;
 
         r = path ? read_full_file(path, JSON_STRICT_MAX_BYTES, &buf, &len) :
-                   ctl_read_stdin(JSON_STRICT_MAX_BYTES, &buf, &len);
+                   read_full_stream(STDIN_FILENO, JSON_STRICT_MAX_BYTES, &buf, &len);
         if (r < 0)
                 return error_set(ret_error, r, "%s: %s", path ?: "stdin", strerror(-r));
         r = json_parse_strict(buf, len, JSON_STRICT_MAX_BYTES, JSON_STRICT_MAX_DEPTH, ret, &err);
@@ -49,24 +50,16 @@ static int read_json(const char *path, json_object **ret, char **ret_error) {
 }
 
 static int parse_args(int argc, char *argv[], DispatchArgs *a) {
-        static const struct option options[] = {
-                { "tenant", required_argument, NULL, 't' },
-                { "policy", required_argument, NULL, 'p' },
-                { "worker", required_argument, NULL, 'w' },
-                { "worker-tags", required_argument, NULL, 'g' },
+        const CtlOption options[] = {
+                { "tenant", .value = &a->tenant },
+                { "policy", .value = &a->policy_dir },
+                { "worker", .value = &a->worker },
+                { "worker-tags", .value = &a->worker_tags },
                 {}
         };
-        int c;
 
-        optind = 0;
-        while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
-                switch (c) {
-                case 't': a->tenant = optarg; break;
-                case 'p': a->policy_dir = optarg; break;
-                case 'w': a->worker = optarg; break;
-                case 'g': a->worker_tags = optarg; break;
-                default: return -EINVAL;
-                }
+        if (ctl_options_parse(argc, argv, options, NULL) < 0)
+                return -EINVAL;
         if (argc - optind > 1)
                 return log_error_errno(EINVAL, "dispatch-check takes at most one FILE; see pondctl --help.");
         if (a->worker_tags && !a->worker)

@@ -19,6 +19,7 @@
 #include "basic/jobid.h"
 #include "basic/log.h"
 #include "basic/strv.h"
+#include "ctl-options.h"
 #include "ctl.h"
 #include "result/result.h"
 
@@ -177,20 +178,17 @@ static int into_check(const char *into, const char *id) {
 }
 
 static int host_submit(int argc, char *argv[]) {
-        static const struct option options[] = { { "checkout", required_argument, NULL, 'c' }, {} };
         _cleanup_(job_spec_freep) JobSpec *parsed = NULL;
         _cleanup_free_ char *spec = NULL, *err = NULL;
         _cleanup_strv_free_ char **rargv = NULL;
         const char *checkout = NULL;
+        /* A path on the worker, which checks it. */
+        const CtlOption options[] = { { "checkout", .value = &checkout }, {} };
         size_t len;
-        int c, r;
+        int r;
 
-        optind = 0;
-        while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0) {
-                if (c != 'c')
-                        return CTL_EXIT_USAGE;
-                checkout = optarg;
-        }
+        if (ctl_options_parse(argc, argv, options, NULL) < 0)
+                return CTL_EXIT_USAGE;
         if (optind != argc - 1)
                 return ctl_fail(CTL_EXIT_USAGE, "Usage: pondctl -H HOST submit SPEC|- [--checkout DIR]");
         if (checkout && checkout[0] != '/')
@@ -210,21 +208,15 @@ static int host_submit(int argc, char *argv[]) {
 }
 
 /* status ID [--json], logs ID [-f]: what the worker's pondctl says, with the id checked here first. */
-static int host_passthrough_one(int argc, char *argv[], const char *flag_long, int flag_short) {
-        const struct option options[] = { { flag_long, no_argument, NULL, flag_short }, {} };
-        const char shortopts[] = { flag_short == 'f' ? 'f' : 0, 0 };
+static int host_passthrough_one(int argc, char *argv[], const char *flag_long, char flag_short) {
         _cleanup_strv_free_ char **rargv = NULL;
         bool flag = false;
+        const CtlOption options[] = { { flag_long, flag_short, .flag = &flag }, {} };
         const char *id;
-        int c;
+        int r;
 
-        optind = 0;
-        while ((c = getopt_long(argc, argv, shortopts, options, NULL)) >= 0) {
-                if (c != flag_short)
-                        return CTL_EXIT_USAGE;
-                flag = true;
-        }
-        if (ctl_job_id_arg(argc, argv, optind, &id) < 0)
+        r = ctl_options_parse(argc, argv, options, NULL);
+        if (r < 0 || ctl_job_id_arg(argc, argv, r, &id) < 0)
                 return CTL_EXIT_USAGE;
         if (strv_build(&rargv, argv[0], id, NULL) < 0 || (flag && strv_push(&rargv, strdup(argv[0][0] == 'l' ?
                                                                                    "-f" : "--json")) < 0))
@@ -236,7 +228,7 @@ static int host_passthrough_one(int argc, char *argv[], const char *flag_long, i
 }
 
 static int host_status(int argc, char *argv[]) {
-        return host_passthrough_one(argc, argv, "json", 'j');
+        return host_passthrough_one(argc, argv, "json", 0);
 }
 
 static int host_logs(int argc, char *argv[]) {
@@ -305,30 +297,34 @@ static int host_wait_job(const char *id, const uint8_t *pk, bool quiet, bool jso
         return status;
 }
 
+/* wait and result: the options by opts, the job id, --into (f->into) checked. 0, or -EINVAL having said
+ * why (a usage error). */
+static int host_job_args(int argc, char *argv[], const CtlOption opts[], const HostFetch *f,
+                         const char **ret_id) {
+        const char *id;
+        int r;
+
+        r = ctl_options_parse(argc, argv, opts, NULL);
+        if (r < 0 || ctl_job_id_arg(argc, argv, r, &id) < 0 || into_check(f->into, id) < 0)
+                return -EINVAL;
+        *ret_id = id;
+        return 0;
+}
+
 static int host_wait(int argc, char *argv[]) {
-        static const struct option options[] = {
-                { "pubkey", required_argument, NULL, 'k' },
-                { "quiet", no_argument, NULL, 'q' },
-                { "json", no_argument, NULL, 'j' },
-                { "into", required_argument, NULL, 'i' },
-                {}
-        };
         _cleanup_(host_fetch_done) HostFetch f = HOST_FETCH_NULL;
         const char *id, *pubkey = NULL;
         uint8_t pk[KEY_SIGN_PUBLIC_SIZE];
         bool quiet = false, json = false;
-        int c;
+        const CtlOption options[] = {
+                CTL_OPTION_PUBKEY(&pubkey),
+                CTL_OPTION_QUIET(&quiet),
+                CTL_OPTION_JSON(&json),
+                CTL_OPTION_INTO(&f.into),
+                {}
+        };
 
-        optind = 0;
-        while ((c = getopt_long(argc, argv, "q", options, NULL)) >= 0)
-                switch (c) {
-                case 'k': pubkey = optarg; break;
-                case 'q': quiet = true; break;
-                case 'j': json = true; break;
-                case 'i': f.into = optarg; break;
-                default: return CTL_EXIT_USAGE;
-                }
-        if (ctl_job_id_arg(argc, argv, optind, &id) < 0 || into_check(f.into, id) < 0)
+        if (host_job_args(argc, argv, options, &f, &id) < 0)
                 return CTL_EXIT_USAGE;
         if (need_pubkey(pubkey, pk) < 0)
                 return pubkey ? CTL_EXIT_UNVERIFIED : CTL_EXIT_USAGE;
@@ -336,28 +332,17 @@ static int host_wait(int argc, char *argv[]) {
 }
 
 static int host_result(int argc, char *argv[]) {
-        static const struct option options[] = {
-                { "json", no_argument, NULL, 'j' },
-                { "pubkey", required_argument, NULL, 'k' },
-                { "into", required_argument, NULL, 'i' },
-                {}
-        };
         _cleanup_(host_fetch_done) HostFetch f = HOST_FETCH_NULL;
         _cleanup_free_ char *err = NULL;
         const char *id, *pubkey = NULL;
         uint8_t pk[KEY_SIGN_PUBLIC_SIZE];
         bool json = false;
-        int c, r;
+        const CtlOption options[] = {
+                CTL_OPTION_JSON(&json), CTL_OPTION_PUBKEY(&pubkey), CTL_OPTION_INTO(&f.into), {}
+        };
+        int r;
 
-        optind = 0;
-        while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
-                switch (c) {
-                case 'j': json = true; break;
-                case 'k': pubkey = optarg; break;
-                case 'i': f.into = optarg; break;
-                default: return CTL_EXIT_USAGE;
-                }
-        if (ctl_job_id_arg(argc, argv, optind, &id) < 0 || into_check(f.into, id) < 0)
+        if (host_job_args(argc, argv, options, &f, &id) < 0)
                 return CTL_EXIT_USAGE;
         if (need_pubkey(pubkey, pk) < 0)
                 return pubkey ? CTL_EXIT_ERROR : CTL_EXIT_USAGE;

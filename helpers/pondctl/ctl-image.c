@@ -6,6 +6,7 @@
 #include <sys/file.h>
 
 #include "basic/json-util.h"
+#include "ctl-options.h"
 #include "ctl.h"
 #include "image/image-store.h"
 
@@ -32,27 +33,21 @@ static json_object *record_json(const ImageRecord *r) {
         return o;
 }
 
+/* --name, of import only (userdata NULL: another verb). */
+static int parse_name(const char *arg, void *userdata) {
+        const char **name = userdata;
+
+        if (!name)
+                return -EINVAL;
+        *name = arg;
+        return 0;
+}
+
 /* Parses --json and, for import, --name; the rest stays in argv from optind on. */
 static int parse(int argc, char *argv[], bool *json, const char **name) {
-        static const struct option options[] = {
-                { "json", no_argument, NULL, 'j' },
-                { "name", required_argument, NULL, 'n' },
-                {}
-        };
-        int c;
+        const CtlOption options[] = { CTL_OPTION_JSON(json), { "name", .parse = parse_name }, {} };
 
-        optind = 0;
-        while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
-                switch (c) {
-                case 'j': *json = true; break;
-                case 'n':
-                        if (!name)
-                                return -EINVAL;
-                        *name = optarg;
-                        break;
-                default: return -EINVAL;
-                }
-        return 0;
+        return ctl_options_parse(argc, argv, options, name) < 0 ? -EINVAL : 0;
 }
 
 static int open_store(int op, ImageStore *s) {

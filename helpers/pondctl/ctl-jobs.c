@@ -11,6 +11,7 @@
 #include "basic/json-strict.h"
 #include "basic/json-util.h"
 #include "basic/log.h"
+#include "ctl-options.h"
 #include "ctl.h"
 #include "result/result.h"
 
@@ -64,23 +65,17 @@ int ctl_job_check_readable(const JobPaths *p, const char *job_id) {
 }
 
 int ctl_verb_submit(int argc, char *argv[]) {
-        static const struct option options[] = { { "checkout", required_argument, NULL, 'c' }, {} };
+        static const CtlOption options[] = { CTL_OPTION_CHECKOUT, {} };
         _cleanup_free_ char *checkout = NULL, *file = NULL, *spec = NULL, *err = NULL;
         _cleanup_(job_spec_freep) JobSpec *parsed = NULL;
         _cleanup_(job_paths_done) JobPaths paths = {};
         _cleanup_bus_ sd_bus *bus = NULL;
         size_t file_len, len;
-        int c, r;
+        int r;
 
-        optind = 0;
-        while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0) {
-                if (c != 'c')
-                        return CTL_EXIT_USAGE;
-                r = ctl_checkout_resolve(optarg, &checkout);
-                if (r < 0)
-                        return ctl_fail_errno(CTL_EXIT_REFUSED, r, "--checkout: cannot use '%s': %m",
-                                              optarg);
-        }
+        r = ctl_options_parse(argc, argv, options, &checkout);
+        if (r < 0)
+                return r == -CTL_EUSAGE ? CTL_EXIT_USAGE : CTL_EXIT_REFUSED;
         if (optind != argc - 1)
                 return ctl_fail(CTL_EXIT_USAGE, "Usage: pondctl submit SPEC|- [--checkout DIR]");
         r = ctl_spec_read(argv[optind], &file, &file_len, &err);
@@ -102,18 +97,23 @@ int ctl_verb_submit(int argc, char *argv[]) {
         return 0;
 }
 
-/* `pondctl VERB [--json] ID`: the id, and whether --json was given. */
-static int id_and_json(int argc, char *argv[], bool *json, const char **ret) {
-        static const struct option options[] = { { "json", no_argument, NULL, 'j' }, {} };
-        int c;
+int ctl_job_open(int argc, char *argv[], const CtlOption opts[], int oom_status, const char **ret_id,
+                 JobPaths *paths) {
+        const char *id;
+        int r;
 
-        optind = 0;
-        while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0) {
-                if (c != 'j')
-                        return -EINVAL;
-                *json = true;
-        }
-        return ctl_job_id_arg(argc, argv, optind, ret);
+        r = ctl_options_parse(argc, argv, opts, NULL);
+        if (r < 0 || ctl_job_id_arg(argc, argv, r, &id) < 0)
+                return CTL_EXIT_USAGE;
+        if (job_paths_init(paths, id) < 0)
+                return ctl_fail(oom_status, "Out of memory.");
+        if (!ctl_job_known(paths, id))
+                return ctl_fail(CTL_EXIT_NOT_FOUND, "No job %s in %s.", id, paths->spool);
+        r = ctl_job_check_readable(paths, id);
+        if (r != 0)
+                return r;
+        *ret_id = id;
+        return 0;
 }
 
 /* The status text is the supervisor's (it may quote the spec), the result is not verified here: every
@@ -146,16 +146,11 @@ int ctl_verb_status(int argc, char *argv[]) {
         _cleanup_bus_ sd_bus *bus = NULL;
         CtlJobInfo info = {};
         bool json = false;
+        const CtlOption options[] = { CTL_OPTION_JSON(&json), {} };
         const char *id;
         int r;
 
-        if (id_and_json(argc, argv, &json, &id) < 0)
-                return CTL_EXIT_USAGE;
-        if (job_paths_init(&paths, id) < 0)
-                return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
-        if (!ctl_job_known(&paths, id))
-                return ctl_fail(CTL_EXIT_NOT_FOUND, "No job %s in %s.", id, paths.spool);
-        r = ctl_job_check_readable(&paths, id);
+        r = ctl_job_open(argc, argv, options, CTL_EXIT_ERROR, &id, &paths);
         if (r != 0)
                 return r;
         r = ctl_bus_open(&bus);
@@ -262,27 +257,15 @@ static int follow_live(const JobPaths *paths, const char *id, CtlLogFollower *f)
 }
 
 int ctl_verb_logs(int argc, char *argv[]) {
-        static const struct option options[] = { { "follow", no_argument, NULL, 'f' }, {} };
         _cleanup_(ctl_log_follower_done) CtlLogFollower f = CTL_LOG_FOLLOWER_NULL;
         _cleanup_(job_paths_done) JobPaths paths = {};
         _cleanup_free_ char *dir = NULL, *live = NULL;
         bool follow = false;
+        const CtlOption options[] = { { "follow", 'f', .flag = &follow }, {} };
         const char *id;
-        int c, r;
+        int r;
 
-        optind = 0;
-        while ((c = getopt_long(argc, argv, "f", options, NULL)) >= 0) {
-                if (c != 'f')
-                        return CTL_EXIT_USAGE;
-                follow = true;
-        }
-        if (ctl_job_id_arg(argc, argv, optind, &id) < 0)
-                return CTL_EXIT_USAGE;
-        if (job_paths_init(&paths, id) < 0)
-                return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
-        if (!ctl_job_known(&paths, id))
-                return ctl_fail(CTL_EXIT_NOT_FOUND, "No job %s in %s.", id, paths.spool);
-        r = ctl_job_check_readable(&paths, id);
+        r = ctl_job_open(argc, argv, options, CTL_EXIT_ERROR, &id, &paths);
         if (r != 0)
                 return r;
         (void) signal(SIGPIPE, SIG_IGN);
@@ -306,12 +289,6 @@ int ctl_verb_logs(int argc, char *argv[]) {
 }
 
 int ctl_verb_wait(int argc, char *argv[]) {
-        static const struct option options[] = {
-                { "pubkey", required_argument, NULL, 'k' },
-                { "quiet", no_argument, NULL, 'q' },
-                { "json", no_argument, NULL, 'j' },
-                {}
-        };
         _cleanup_(job_paths_done) JobPaths paths = {};
         _cleanup_json_ json_object *verified = NULL, *o = NULL;
         _cleanup_free_ char *dir = NULL;
@@ -319,25 +296,16 @@ int ctl_verb_wait(int argc, char *argv[]) {
         const char *id, *pubkey = NULL;
         uint8_t pk[KEY_SIGN_PUBLIC_SIZE];
         bool quiet = false, json = false;
-        int c, r, status;
+        const CtlOption options[] = {
+                CTL_OPTION_PUBKEY(&pubkey), CTL_OPTION_QUIET(&quiet), CTL_OPTION_JSON(&json), {}
+        };
+        int r, status;
 
-        optind = 0;
-        while ((c = getopt_long(argc, argv, "q", options, NULL)) >= 0)
-                switch (c) {
-                case 'k': pubkey = optarg; break;
-                case 'q': quiet = true; break;
-                case 'j': json = true; break;
-                default: return CTL_EXIT_USAGE;
-                }
-        if (ctl_job_id_arg(argc, argv, optind, &id) < 0)
-                return CTL_EXIT_USAGE;
-        if (job_paths_init(&paths, id) < 0 || ctl_result_dir(&paths, id, &dir) < 0)
-                return ctl_fail(CTL_EXIT_FAILED, "Out of memory.");
-        if (!ctl_job_known(&paths, id))
-                return ctl_fail(CTL_EXIT_NOT_FOUND, "No job %s in %s.", id, paths.spool);
-        r = ctl_job_check_readable(&paths, id);
+        r = ctl_job_open(argc, argv, options, CTL_EXIT_FAILED, &id, &paths);
         if (r != 0)
                 return r;
+        if (ctl_result_dir(&paths, id, &dir) < 0)
+                return ctl_fail(CTL_EXIT_FAILED, "Out of memory.");
         if (ctl_load_public_key(pubkey, pk) < 0)
                 status = CTL_EXIT_UNVERIFIED;
         else {

@@ -3,7 +3,6 @@
  * its state from the (unverified) result or else from its unit, and the filters a script selects with.
  * The state names and the JSON shape are shared with `pondctl status --json`. */
 #include <dirent.h>
-#include <getopt.h>
 #include <pwd.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -13,6 +12,7 @@
 #include "basic/jobid.h"
 #include "basic/json-util.h"
 #include "basic/strv.h"
+#include "ctl-options.h"
 #include "ctl.h"
 
 #define _cleanup_bus_ _cleanup_(sd_bus_flush_close_unrefp)
@@ -202,45 +202,50 @@ void ctl_list_args_done(CtlListArgs *a) {
         *a = (CtlListArgs) {};
 }
 
+typedef struct ListParse {
+        CtlListArgs *args;
+        uint64_t now_usec;
+} ListParse;
+
+static int parse_state(const char *arg, void *userdata) {
+        ListParse *p = userdata;
+        int r;
+
+        r = ctl_states_add(arg, &p->args->filter.states);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return ctl_log_error_errno_untrusted(EINVAL, "--state: '%s' is not a list of pending, running, "
+                                                     "completed, refused, failed, cancelled, unknown.", arg);
+        return 0;
+}
+
+static int parse_since(const char *arg, void *userdata) {
+        ListParse *p = userdata;
+
+        if (ctl_since_parse(arg, p->now_usec, &p->args->filter.since_usec) < 0)
+                return ctl_log_error_errno_untrusted(EINVAL, "--since: '%s' is not @EPOCH, YYYY-MM-DD[THH:MM[:SS]] "
+                                                     "(UTC) or a time ago like 30m, 2h, 1d.", arg);
+        return 0;
+}
+
 int ctl_list_parse_argv(int argc, char *argv[], uint64_t now_usec, CtlListArgs *ret) {
-        static const struct option options[] = {
-                { "json", no_argument, NULL, 'j' },
-                { "state", required_argument, NULL, 's' },
-                { "since", required_argument, NULL, 't' },
-                { "profile", required_argument, NULL, 'p' },
+        _cleanup_(ctl_list_args_done) CtlListArgs a = {};
+        const CtlOption options[] = {
+                CTL_OPTION_JSON(&a.json),
+                { "state", .parse = parse_state },
+                { "since", .parse = parse_since },
+                { "profile", .value = &a.filter.profile },
                 {}
         };
-        _cleanup_(ctl_list_args_done) CtlListArgs a = {};
-        int c, r;
+        int r;
 
-        optind = 0;
-        while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
-                switch (c) {
-                case 'j':
-                        a.json = true;
-                        break;
-                case 's':
-                        r = ctl_states_add(optarg, &a.filter.states);
-                        if (r == -ENOMEM)
-                                return r;
-                        if (r < 0)
-                                return ctl_log_error_errno_untrusted(EINVAL, "--state: '%s' is not a list of pending, "
-                                                                     "running, completed, refused, failed, "
-                                                                     "cancelled, unknown.", optarg);
-                        break;
-                case 't':
-                        if (ctl_since_parse(optarg, now_usec, &a.filter.since_usec) < 0)
-                                return ctl_log_error_errno_untrusted(EINVAL, "--since: '%s' is not @EPOCH, "
-                                                                     "YYYY-MM-DD[THH:MM[:SS]] (UTC) or a time ago "
-                                                                     "like 30m, 2h, 1d.", optarg);
-                        break;
-                case 'p':
-                        a.filter.profile = optarg;
-                        break;
-                default:
-                        return -EINVAL;
-                }
-        if (optind != argc)
+        r = ctl_options_parse(argc, argv, options, &(ListParse) { .args = &a, .now_usec = now_usec });
+        if (r == -CTL_EUSAGE)
+                return -EINVAL;
+        if (r < 0)
+                return r;
+        if (r != argc)
                 return log_error_errno(EINVAL, "list takes no arguments; see pondctl list --help.");
         *ret = a;
         a = (CtlListArgs) {};

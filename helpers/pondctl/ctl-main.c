@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* ctl-main.c: pondctl's verb table, its usage texts (`pondctl --help`, `pondctl VERB --help`) and the
- * dispatch from argv to a verb with the exit statuses of pondctl(1), plus the two ends scripts use (JSON on
- * stdout, a spec or block on stdin): in the library so that unit tests can drive the command line. */
+ * dispatch from argv to a verb with the exit statuses of pondctl(1), plus the JSON scripts read on stdout:
+ * in the library so that unit tests can drive the command line. */
 #include <getopt.h>
 #include <string.h>
 
@@ -19,6 +19,10 @@ typedef struct Verb {
         const char *what;
         const char *options; /* the verb's --help beyond its synopsis; NULL: none */
 } Verb;
+
+/* The help of the options several verbs take (ctl-options.h). */
+#define HELP_PUBKEY "  --pubkey FILE  verify with this key instead of KEYDIR/sign.pub\n"
+#define HELP_INTO "  --into DIR     with -H (which requires --pubkey): keep the fetched, verified result at DIR/ID\n"
 
 static const Verb verbs[] = {
         { "run", ctl_verb_run, "[OPTIONS] -- CMD...", "run a job and exit with its rc",
@@ -42,10 +46,10 @@ static const Verb verbs[] = {
           "  -f, --follow  follow the live log until the job ends, then its signed copy in the result\n"
           "Exits 0, 4 no such job, 127 the result's log does not verify.\n" },
         { "wait", ctl_verb_wait, "ID [--pubkey F] [-q] [--json]", "wait, verify, exit as run does",
-          "  --pubkey FILE  verify with this key instead of KEYDIR/sign.pub\n"
+          HELP_PUBKEY
           "  -q, --quiet    no summary\n"
           "  --json         the outcome as one JSON object on stdout (verified, exit_status, result)\n"
-          "  --into DIR     with -H (which requires --pubkey): keep the fetched, verified result at DIR/ID\n"
+          HELP_INTO
           "Exits as run does; 4 if there is no such job.\n" },
         { "attach", ctl_verb_attach, "ID", "reattach to a running -t or -i job",
           "A -t job: its terminal here (Ctrl-] detaches again), then its result as wait gives it.\n"
@@ -66,8 +70,8 @@ static const Verb verbs[] = {
           "  --profile P    only jobs of profile P\n" },
         { "result", ctl_verb_result, "ID [--json] [--pubkey F]", "verify and show a result",
           "  --json         result.json byte for byte, as verified\n"
-          "  --pubkey FILE  verify with this key instead of KEYDIR/sign.pub\n"
-          "  --into DIR     with -H (which requires --pubkey): keep the fetched, verified result at DIR/ID\n"
+          HELP_PUBKEY
+          HELP_INTO
           "Exits 0, 1 it does not verify, 4 no such job or no result yet.\n" },
         { "verify", ctl_verb_verify, "--pubkey F [OPTIONS] DIR", "check a result directory",
           "  --pubkey FILE --job-id ID --input-sha HEX --image-digest sha256:HEX\n"
@@ -101,30 +105,6 @@ static const Verb verbs[] = {
 
 void ctl_json_print(json_object *o) {
         puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
-}
-
-int ctl_read_stdin(size_t max, char **ret, size_t *ret_len) {
-        _cleanup_free_ char *buf = malloc(max + 1);
-        size_t len = 0;
-
-        if (!buf)
-                return -ENOMEM;
-        for (;;) {
-                ssize_t k = read(STDIN_FILENO, buf + len, max + 1 - len);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0)
-                        return -errno;
-                if (k == 0)
-                        break;
-                len += (size_t) k;
-                if (len > max)
-                        return -EFBIG;
-        }
-        buf[len] = 0;
-        *ret = TAKE_PTR(buf);
-        *ret_len = len;
-        return 0;
 }
 
 static void usage(FILE *f) {

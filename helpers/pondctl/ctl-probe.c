@@ -2,9 +2,9 @@
 /* ctl-probe.c: `pondctl probe [--json]`: runs the host probe and prints what this host can really enforce
  * and the capabilities it would advertise (text, or the JSON document dispatch-check --worker reads), and
  * the imported images present, by digest. */
-#include <getopt.h>
 #include <sys/file.h>
 
+#include "ctl-options.h"
 #include "ctl-probe.h"
 #include "ctl.h"
 #include "image/image-store.h"
@@ -34,22 +34,16 @@ static json_object *images_json(void) {
 }
 
 int ctl_verb_probe(int argc, char *argv[]) {
-        static const struct option options[] = {
-                { "json", no_argument, NULL, 'j' },
-                {}
-        };
         _cleanup_(host_probe_freep) HostProbe *p = NULL;
         _cleanup_json_ json_object *o = NULL;
         bool json = false;
-        int c, r;
+        const CtlOption options[] = { CTL_OPTION_JSON(&json), {} };
+        int r;
 
-        optind = 0;
-        while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
-                switch (c) {
-                case 'j': json = true; break;
-                default: return CTL_EXIT_USAGE;
-                }
-        if (optind != argc)
+        r = ctl_options_parse(argc, argv, options, NULL);
+        if (r < 0)
+                return CTL_EXIT_USAGE;
+        if (r != argc)
                 return ctl_fail(CTL_EXIT_USAGE, "probe takes no arguments; see pondctl --help.");
         /* Trivial containers, nft and the cgroup checks need root; without it they report absent, which is
          * honest but not what this host could do. */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "basic/strv.h"
+#include "ctl-options.h"
 #include "ctl.h"
 #include "result/result.h"
 
@@ -124,32 +125,29 @@ static bool same_job(json_object **results, char **dirs, size_t n) {
         return true;
 }
 
+static int parse_min(const char *arg, void *userdata) {
+        unsigned long *min = userdata;
+        char *end;
+
+        errno = 0;
+        *min = strtoul(arg, &end, 10);
+        if (errno || *end || *min < 1)
+                return log_error_errno(EINVAL, "--min: a number of results, at least 1.");
+        return 0;
+}
+
 int ctl_verb_quorum(int argc, char *argv[]) {
-        static const struct option options[] = {
-                { "pubkey", required_argument, NULL, 'k' },
-                { "min", required_argument, NULL, 'm' },
-                {}
-        };
         const char *pubkey = NULL;
+        const CtlOption options[] = { CTL_OPTION_PUBKEY(&pubkey), { "min", .parse = parse_min }, {} };
         uint8_t pk[KEY_SIGN_PUBLIC_SIZE];
         json_object **results = NULL;
         unsigned long min = 0;
         size_t n, agreeing = 0;
-        char **dirs, *end;
-        int c, ret = CTL_EXIT_OK;
+        char **dirs;
+        int ret = CTL_EXIT_OK;
 
-        optind = 0;
-        while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
-                switch (c) {
-                case 'k': pubkey = optarg; break;
-                case 'm':
-                        errno = 0;
-                        min = strtoul(optarg, &end, 10);
-                        if (errno || *end || min < 1)
-                                return ctl_fail(CTL_EXIT_USAGE, "--min: a number of results, at least 1.");
-                        break;
-                default: return CTL_EXIT_USAGE;
-                }
+        if (ctl_options_parse(argc, argv, options, &min) < 0)
+                return CTL_EXIT_USAGE;
         n = (size_t) (argc - optind);
         dirs = argv + optind;
         if (!pubkey || n < 2)

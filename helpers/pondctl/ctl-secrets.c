@@ -9,6 +9,7 @@
 
 #include "basic/fileio.h"
 #include "basic/jobid.h"
+#include "ctl-options.h"
 #include "ctl-secrets.h"
 #include "ctl.h"
 #include "secrets/bundle.h"
@@ -76,27 +77,18 @@ static int open_input(const char *in) {
 }
 
 int ctl_verb_seal(int argc, char *argv[]) {
-        static const struct option options[] = {
-                { "to", required_argument, NULL, 't' },
-                { "job-id", required_argument, NULL, 'j' },
-                { "in", required_argument, NULL, 'i' },
-                {}
-        };
         _cleanup_sodium_ uint8_t *secret = NULL;
         _cleanup_free_ char *b64 = NULL;
         const char *to = NULL, *job_id = NULL, *in = NULL;
+        const CtlOption options[] = {
+                { "to", .value = &to }, CTL_OPTION_JOB_ID(&job_id), { "in", .value = &in }, {}
+        };
         uint8_t pk[KEY_SEAL_PUBLIC_SIZE];
         size_t len = 0;
-        int c, fd, r;
+        int fd, r;
 
-        optind = 0;
-        while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
-                switch (c) {
-                case 't': to = optarg; break;
-                case 'j': job_id = optarg; break;
-                case 'i': in = optarg; break;
-                default: return CTL_EXIT_USAGE;
-                }
+        if (ctl_options_parse(argc, argv, options, NULL) < 0)
+                return CTL_EXIT_USAGE;
         if (!to || !job_id || optind != argc)
                 return ctl_fail(CTL_EXIT_USAGE, "Usage: pondctl seal --to WORKER_PUB --job-id ID [--in FILE|-]");
         if (!job_id_is_valid(job_id))
@@ -121,27 +113,18 @@ int ctl_verb_seal(int argc, char *argv[]) {
 }
 
 static int bundle_create_verb(int argc, char *argv[]) {
-        static const struct option options[] = {
-                { "to", required_argument, NULL, 't' },
-                { "job-id", required_argument, NULL, 'j' },
-                { "output", required_argument, NULL, 'o' },
-                {}
-        };
         _cleanup_free_ char *err = NULL;
         _cleanup_close_ int fd = -EBADF;
         const char *to = NULL, *job_id = NULL, *out = NULL;
+        const CtlOption options[] = {
+                { "to", .value = &to }, CTL_OPTION_JOB_ID(&job_id), { "output", 'o', .value = &out }, {}
+        };
         uint8_t pk[KEY_SEAL_PUBLIC_SIZE];
         char sha[SHA256_HEX_SIZE];
-        int c, r;
+        int r;
 
-        optind = 0;
-        while ((c = getopt_long(argc, argv, "o:", options, NULL)) >= 0)
-                switch (c) {
-                case 't': to = optarg; break;
-                case 'j': job_id = optarg; break;
-                case 'o': out = optarg; break;
-                default: return CTL_EXIT_USAGE;
-                }
+        if (ctl_options_parse(argc, argv, options, NULL) < 0)
+                return CTL_EXIT_USAGE;
         if (!to || !job_id || !out || optind != argc - 1)
                 return ctl_fail(CTL_EXIT_USAGE, "Usage: pondctl bundle create --to WORKER_PUB --job-id ID DIR -o FILE");
         if (load_worker_pub(to, pk) < 0)
@@ -162,26 +145,17 @@ static int bundle_create_verb(int argc, char *argv[]) {
 }
 
 static int bundle_extract_verb(int argc, char *argv[]) {
-        static const struct option options[] = {
-                { "key-dir", required_argument, NULL, 'k' },
-                { "job-id", required_argument, NULL, 'j' },
-                {}
-        };
         _cleanup_secret_ uint8_t *sk = NULL;
         _cleanup_close_ int fd = -EBADF, dest = -EBADF;
         _cleanup_free_ char *err = NULL;
         const char *key_dir = pond_dir(POND_DIR_KEY), *job_id = NULL;
+        const CtlOption options[] = { { "key-dir", .value = &key_dir }, CTL_OPTION_JOB_ID(&job_id), {} };
         uint8_t pk[KEY_SEAL_PUBLIC_SIZE];
         char sha[SHA256_HEX_SIZE];
-        int c, r;
+        int r;
 
-        optind = 0;
-        while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
-                switch (c) {
-                case 'k': key_dir = optarg; break;
-                case 'j': job_id = optarg; break;
-                default: return CTL_EXIT_USAGE;
-                }
+        if (ctl_options_parse(argc, argv, options, NULL) < 0)
+                return CTL_EXIT_USAGE;
         if (!job_id || optind != argc - 2)
                 return ctl_fail(CTL_EXIT_USAGE, "Usage: pondctl bundle extract [--key-dir DIR] --job-id ID FILE DEST");
         r = keys_load_seal_public(key_dir, pk);

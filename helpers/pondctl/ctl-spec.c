@@ -257,7 +257,8 @@ int ctl_spec_rewrite(const char *buf, size_t len, const char *checkout, char **r
 
 int ctl_spec_read(const char *path, char **ret, size_t *ret_len, char **ret_error) {
         bool in = streq(path, "-");
-        int r = in ? ctl_read_stdin(CTL_SPEC_MAX, ret, ret_len) : read_full_file(path, CTL_SPEC_MAX, ret, ret_len);
+        int r = in ? read_full_stream(STDIN_FILENO, CTL_SPEC_MAX, ret, ret_len) :
+                     read_full_file(path, CTL_SPEC_MAX, ret, ret_len);
 
         if (r == -EFBIG)
                 return refuse(ret_error, "%s: larger than %d bytes", in ? "stdin" : path, CTL_SPEC_MAX);

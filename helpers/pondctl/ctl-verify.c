@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "basic/fileio.h"
+#include "ctl-options.h"
 #include "ctl.h"
 #include "hash/hash.h"
 #include "image/blob.h"
@@ -102,26 +103,16 @@ static int verify_and_print(const char *dir, const uint8_t *pk, const char *job_
 }
 
 int ctl_verb_result(int argc, char *argv[]) {
-        static const struct option options[] = {
-                { "json", no_argument, NULL, 'j' },
-                { "pubkey", required_argument, NULL, 'k' },
-                {}
-        };
         _cleanup_(job_paths_done) JobPaths paths = {};
         _cleanup_free_ char *dir = NULL;
         const char *id, *pubkey = NULL;
         uint8_t pk[KEY_SIGN_PUBLIC_SIZE];
         bool json = false;
-        int c, r;
+        const CtlOption options[] = { CTL_OPTION_JSON(&json), CTL_OPTION_PUBKEY(&pubkey), {} };
+        int r;
 
-        optind = 0;
-        while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
-                switch (c) {
-                case 'j': json = true; break;
-                case 'k': pubkey = optarg; break;
-                default: return CTL_EXIT_USAGE;
-                }
-        if (ctl_job_id_arg(argc, argv, optind, &id) < 0)
+        r = ctl_options_parse(argc, argv, options, NULL);
+        if (r < 0 || ctl_job_id_arg(argc, argv, r, &id) < 0)
                 return CTL_EXIT_USAGE;
         if (ctl_load_public_key(pubkey, pk) < 0)
                 return CTL_EXIT_ERROR;
@@ -160,26 +151,18 @@ static int check_image_digest(const char *dir, const uint8_t *pk, const char *jo
 }
 
 int ctl_verb_verify(int argc, char *argv[]) {
-        static const struct option options[] = {
-                { "pubkey", required_argument, NULL, 'k' },
-                { "job-id", required_argument, NULL, 'i' },
-                { "input-sha", required_argument, NULL, 's' },
-                { "image-digest", required_argument, NULL, 'g' },
+        const char *pubkey = NULL, *job_id = NULL, *input_sha = NULL, *image_digest = NULL;
+        const CtlOption options[] = {
+                CTL_OPTION_PUBKEY(&pubkey),
+                CTL_OPTION_JOB_ID(&job_id),
+                { "input-sha", .value = &input_sha },
+                { "image-digest", .value = &image_digest },
                 {}
         };
-        const char *pubkey = NULL, *job_id = NULL, *input_sha = NULL, *image_digest = NULL;
         uint8_t pk[KEY_SIGN_PUBLIC_SIZE];
-        int c;
 
-        optind = 0;
-        while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
-                switch (c) {
-                case 'k': pubkey = optarg; break;
-                case 'i': job_id = optarg; break;
-                case 's': input_sha = optarg; break;
-                case 'g': image_digest = optarg; break;
-                default: return CTL_EXIT_USAGE;
-                }
+        if (ctl_options_parse(argc, argv, options, NULL) < 0)
+                return CTL_EXIT_USAGE;
         if (!pubkey || optind != argc - 1)
                 return ctl_fail(CTL_EXIT_USAGE, "Usage: pondctl verify --pubkey FILE [--job-id ID] "
                                 "[--input-sha HEX] [--image-digest sha256:HEX] DIR");
@@ -218,16 +201,12 @@ static int print_public_key(const char *dir, const char *name, const char *what,
 }
 
 int ctl_verb_keygen(int argc, char *argv[]) {
-        static const struct option options[] = { { "dir", required_argument, NULL, 'd' }, {} };
         const char *dir = pond_dir(POND_DIR_KEY);
-        int c, r;
+        const CtlOption options[] = { { "dir", .value = &dir }, {} };
+        int r;
 
-        optind = 0;
-        while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0) {
-                if (c != 'd')
-                        return CTL_EXIT_USAGE;
-                dir = optarg;
-        }
+        if (ctl_options_parse(argc, argv, options, NULL) < 0)
+                return CTL_EXIT_USAGE;
         if (optind != argc)
                 return ctl_fail(CTL_EXIT_USAGE, "Usage: pondctl keygen [--dir DIR]");
         r = keys_generate(dir);
@@ -245,22 +224,17 @@ int ctl_verb_keygen(int argc, char *argv[]) {
 }
 
 int ctl_verb_hash_input(int argc, char *argv[]) {
-        static const struct option options[] = { { "checkout", required_argument, NULL, 'c' }, {} };
+        static const CtlOption options[] = { CTL_OPTION_CHECKOUT, {} };
         _cleanup_free_ char *checkout = NULL, *file = NULL, *spec = NULL, *err = NULL;
         _cleanup_(job_spec_freep) JobSpec *parsed = NULL;
         _cleanup_close_ int fd = -EBADF;
         char hex[SHA256_HEX_SIZE];
         size_t file_len, len;
-        int c, r;
+        int r;
 
-        optind = 0;
-        while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0) {
-                if (c != 'c')
-                        return CTL_EXIT_USAGE;
-                r = ctl_checkout_resolve(optarg, &checkout);
-                if (r < 0)
-                        return ctl_fail_errno(CTL_EXIT_ERROR, r, "--checkout: cannot use '%s': %m", optarg);
-        }
+        r = ctl_options_parse(argc, argv, options, &checkout);
+        if (r < 0)
+                return r == -CTL_EUSAGE ? CTL_EXIT_USAGE : CTL_EXIT_ERROR;
         if (optind != argc - 1)
                 return ctl_fail(CTL_EXIT_USAGE, "Usage: pondctl hash-input SPEC [--checkout DIR]");
         /* Exactly the bytes submit would write, and the tree the worker would hash. */

@@ -17,6 +17,7 @@
 #include "basic/process-util.h"
 #include "basic/unit-name.h"
 #include "ctl-escape.h"
+#include "ctl-options.h"
 #include "policy/policy.h"
 #include "policy/spec.h"
 #include "result/output.h"
@@ -362,14 +363,17 @@ void ctl_list_args_done(CtlListArgs *a);
 
 /* JSON for scripts on stdout: json-c, pretty, no escaped slashes, and a newline. */
 void ctl_json_print(json_object *o);
-/* All of stdin (a pipe as often as a file), at most max bytes (-EFBIG beyond), NUL-terminated. */
-int ctl_read_stdin(size_t max, char **ret, size_t *ret_len);
 
 /* ctl-jobs.c */
 /* argv[first] as the only positional argument, a valid job id; logs usage otherwise. */
 int ctl_job_id_arg(int argc, char *argv[], int first, const char **ret);
 /* Whether the job has a spool entry, an inbox file or a result. */
 bool ctl_job_known(const JobPaths *p, const char *job_id);
+/* `pondctl VERB [OPTIONS] ID` of one job: the options parsed by opts (ctl-options.h), the id checked, and
+ * the job's paths (to be freed) if it is known and the caller may read it. 0 and *ret_id, or the exit
+ * status having said why not: CTL_EXIT_USAGE, CTL_EXIT_NOT_FOUND, ctl_job_check_readable()'s, oom_status. */
+int ctl_job_open(int argc, char *argv[], const CtlOption opts[], int oom_status, const char **ret_id,
+                 JobPaths *paths);
 /* 0 if the caller may read the job's result and log, else the exit status having said why: another user's
  * job (docs/operations.md, "Who may use pond"). */
 int ctl_job_check_readable(const JobPaths *p, const char *job_id);

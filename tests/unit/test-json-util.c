@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-json-util.c: the dispatch table (stores, required members, unknown keys, null, bounds, type errors,
- * callbacks, nesting) and the lookups and typed checks beneath it. Every refusal must name the field. */
+ * callbacks, nesting) and the lookups and typed checks beneath it, and whole documents: their bounds, a file
+ * read and refused with its reason. Every refusal must name the field. */
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "basic/json-strict.h"
 #include "basic/json-util.h"
@@ -207,4 +211,86 @@ TEST(field_paths) {
         long_key[sizeof long_key - 1] = 0;
         json_field(f, "a", long_key);
         ASSERT_EQ(JSON_FIELD_MAX - 1, strlen(f));
+}
+
+static int doc_parse(const JsonDocument *d, const char *text, Thing *t, char **ret_error) {
+        return json_document_parse(d, text, strlen(text), t, ret_error);
+}
+
+/* The bounds of a document: past max_bytes or max_depth it is refused before any field is looked at; a
+ * refusal of the table names the field under where. */
+TEST(document_parse) {
+        static const JsonField fields[] = {
+                { "name", JSON_STRING, .offset = offsetof(Thing, name), .flags = JSON_MANDATORY, .max = 8 },
+                { "inner", JSON_OBJECT, .callback = parse_inner },
+                {}
+        };
+        const JsonDocument d = { .max_bytes = 64, .max_depth = 2, .where = "doc", .fields = fields };
+        _cleanup_free_ char *error = NULL;
+        Thing t = {};
+
+        ASSERT_OK(doc_parse(&d, "{\"name\": \"abc\", \"inner\": {\"id\": \"x\"}}", &t, &error));
+        EXPECT_STREQ("abc", t.name);
+        EXPECT_STREQ("x", t.inner_id);
+        thing_done(&t);
+
+        EXPECT_ERROR(EINVAL, doc_parse(&d, "{\"name\": 1}", &t, &error));
+        EXPECT_CONTAINS("doc.name", error);
+        thing_done(&t);
+        free(error), error = NULL;
+        EXPECT_ERROR(EINVAL, doc_parse(&d, "{}", &t, &error));
+        EXPECT_CONTAINS("doc.name: missing", error);
+        free(error), error = NULL;
+        EXPECT_TRUE(doc_parse(&d, "{\"inner\": {\"id\": [[1]]}}", &t, &error) < 0);
+        EXPECT_TRUE(error != NULL);
+        thing_done(&t);
+        free(error), error = NULL;
+        EXPECT_ERROR(E2BIG, doc_parse(&d, "{\"name\": \"abc\", \"inner\": {\"id\": \"x\"}, \"p\": \"0123456789"
+                                          "0123456789\"}", &t, &error));
+        EXPECT_TRUE(t.name == NULL); /* refused before the table */
+        thing_done(&t);
+}
+
+/* Parses a Thing; returns the length of the text it was given, so that the test sees it was all of it. */
+static int parse_thing(const char *text, size_t len, void *ret, char **ret_error) {
+        _cleanup_json_ json_object *o = NULL;
+        int r;
+
+        r = dispatch(text, NULL, &o, ret, ret_error);
+        return r < 0 ? r : (int) len;
+}
+
+/* A file is read whole (bounded) and handed to the document's parser; one that cannot be read is refused
+ * naming what it is, where it is and why. */
+TEST(load_file) {
+        char dir[] = "/tmp/pond-test-json.XXXXXX", path[64], link_path[80];
+        _cleanup_free_ char *error = NULL;
+        FILE *f;
+        Thing t = {};
+
+        ASSERT_TRUE(mkdtemp(dir) != NULL);
+        snprintf(path, sizeof path, "%s/doc.json", dir);
+        snprintf(link_path, sizeof link_path, "%s/link.json", dir);
+        ASSERT_TRUE((f = fopen(path, "we")) != NULL);
+        fputs("{\"name\": \"abc\"}", f);
+        fclose(f);
+        ASSERT_OK(symlink("doc.json", link_path));
+
+        EXPECT_EQ(15, json_load_file(path, 64, "thing", parse_thing, &t, &error));
+        EXPECT_STREQ("abc", t.name);
+        thing_done(&t);
+
+        EXPECT_ERROR(EFBIG, json_load_file(path, 8, "thing", parse_thing, &t, &error));
+        EXPECT_CONTAINS("Failed to read thing '", error);
+        EXPECT_CONTAINS("doc.json': ", error);
+        free(error), error = NULL;
+        EXPECT_ERROR(ELOOP, json_load_file(link_path, 64, "thing", parse_thing, &t, &error));
+        free(error), error = NULL;
+        EXPECT_ERROR(ENOENT, json_load_file("/nonexistent/doc.json", 64, "price table", parse_thing, &t, &error));
+        EXPECT_STREQ("Failed to read price table '/nonexistent/doc.json': No such file or directory", error);
+        EXPECT_TRUE(t.name == NULL);
+
+        (void) unlink(link_path);
+        (void) unlink(path);
+        (void) rmdir(dir);
 }

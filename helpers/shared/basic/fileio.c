@@ -11,18 +11,14 @@
 #include "basic/fileio.h"
 #include "basic/macro.h"
 
-int read_full_fd(int fd, size_t max, char **ret, size_t *ret_len) {
+/* Reads fd to its end, at most max bytes; hint: what it likely holds (a file's size), for the first buffer. */
+static int read_full_loop(int fd, size_t hint, size_t max, char **ret, size_t *ret_len) {
         _cleanup_free_ char *buf = NULL;
         size_t len = 0, cap = 0;
-        struct stat st;
 
-        if (fstat(fd, &st) < 0)
-                return -errno;
-        if (!S_ISREG(st.st_mode))
-                return -EBADFD;
         for (;;) {
                 if (len + 1 >= cap) {
-                        size_t ncap = cap ? cap * 2 : (size_t) st.st_size + 4096;
+                        size_t ncap = cap ? cap * 2 : hint + 4096;
                         char *n;
                         if (ncap > max + 2)
                                 ncap = max + 2;
@@ -51,6 +47,20 @@ int read_full_fd(int fd, size_t max, char **ret, size_t *ret_len) {
         if (ret_len)
                 *ret_len = len;
         return 0;
+}
+
+int read_full_fd(int fd, size_t max, char **ret, size_t *ret_len) {
+        struct stat st;
+
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode))
+                return -EBADFD;
+        return read_full_loop(fd, (size_t) st.st_size, max, ret, ret_len);
+}
+
+int read_full_stream(int fd, size_t max, char **ret, size_t *ret_len) {
+        return read_full_loop(fd, 0, max, ret, ret_len);
 }
 
 int read_full_file_at(int dirfd, const char *path, size_t max, char **ret, size_t *ret_len) {

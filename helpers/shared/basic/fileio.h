@@ -11,6 +11,9 @@
 /* Reads a regular file (anything else: -EBADFD; a symlink as the last component is not followed) of at
  * most max bytes; a longer file is -EFBIG. The buffer is NUL-terminated (not counted). */
 int read_full_fd(int fd, size_t max, char **ret, size_t *ret_len);
+/* The same for any fd (a pipe, a socket, a terminal; a file from its offset): read to its end, at most max
+ * bytes (-EFBIG beyond), NUL-terminated. The fd stays the caller's. */
+int read_full_stream(int fd, size_t max, char **ret, size_t *ret_len);
 int read_full_file_at(int dirfd, const char *path, size_t max, char **ret, size_t *ret_len);
 static inline int read_full_file(const char *path, size_t max, char **ret, size_t *ret_len) {
         return read_full_file_at(-100 /* AT_FDCWD */, path, max, ret, ret_len);

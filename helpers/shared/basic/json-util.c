@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* json-util.c: lookups, typed checks with bounds and the dispatch table over json-c trees. The messages are
- * the ones docs/job-spec.md shows: "FIELD: must be ...", "unknown key 'KEY' in WHERE". */
+/* json-util.c: lookups, typed checks with bounds and the dispatch table over json-c trees, and a whole
+ * document read, parsed strictly and dispatched. The messages are the ones docs/job-spec.md shows: "FIELD:
+ * must be ...", "unknown key 'KEY' in WHERE". */
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 
 #include "basic/errmsg.h"
+#include "basic/fileio.h"
 #include "basic/json-strict.h"
 #include "basic/json-util.h"
 
@@ -253,4 +255,26 @@ int json_dispatch(json_object *o, const char *where, const JsonField table[], vo
                         return refuse(ret_error, "%s: missing (required)", field);
                 }
         return 0;
+}
+
+int json_document_parse(const JsonDocument *d, const char *text, size_t len, void *userdata, char **ret_error) {
+        _cleanup_json_ json_object *o = NULL;
+        int r;
+
+        r = json_parse_strict(text, len, d->max_bytes, d->max_depth, &o, ret_error);
+        if (r < 0)
+                return r;
+        return json_dispatch(o, d->where, d->fields, userdata, ret_error);
+}
+
+int json_load_file(const char *path, size_t max_bytes, const char *what, JsonTextParser parse, void *ret,
+                   char **ret_error) {
+        _cleanup_free_ char *text = NULL;
+        size_t len;
+        int r;
+
+        r = read_full_file(path, max_bytes, &text, &len);
+        if (r < 0)
+                return error_set(ret_error, r, "Failed to read %s '%s': %s", what, path, strerror(-r));
+        return parse(text, len, ret, ret_error);
 }

@@ -88,3 +88,24 @@ typedef struct JsonField {
  * What was stored before a refusal stays in userdata for the caller to free. */
 int json_dispatch(json_object *o, const char *where, const JsonField table[], void *userdata,
                   char **ret_error);
+
+/* A kind of JSON document: its bounds and the table its top level is dispatched by. */
+typedef struct JsonDocument {
+        size_t max_bytes;
+        int max_depth;
+        const char *where;        /* json_dispatch()'s; NULL: the top level */
+        const JsonField *fields;
+} JsonDocument;
+
+/* text[0..len) parsed with json_parse_strict() within d's bounds, then json_dispatch()'ed by d's table into
+ * userdata; refusals as those two give them. The tree is gone when this returns: d's table keeps nothing
+ * borrowed from it (no JSON_ARRAY or JSON_OBJECT without a callback). */
+int json_document_parse(const JsonDocument *d, const char *text, size_t len, void *userdata, char **ret_error);
+
+/* Parses a whole document's text (NUL-terminated at len) into ret: a configuration's own parser. */
+typedef int (*JsonTextParser)(const char *text, size_t len, void *ret, char **ret_error);
+
+/* Reads path (a regular file, a symlink as the last component not followed) of at most max_bytes and hands
+ * its text to parse. A file that cannot be read is refused with "Failed to read WHAT 'PATH': REASON". */
+int json_load_file(const char *path, size_t max_bytes, const char *what, JsonTextParser parse, void *ret,
+                   char **ret_error);

@@ -9,9 +9,7 @@
 #include <sodium.h>
 
 #include "basic/errmsg.h"
-#include "basic/fileio.h"
 #include "basic/jobid.h"
-#include "basic/json-strict.h"
 #include "basic/json-util.h"
 #include "basic/log.h"
 #include "basic/string-util.h"
@@ -340,8 +338,13 @@ static const JsonField top_fields[] = {
         {}
 };
 
+static const JsonDocument broker_config_document = {
+        .max_bytes = BROKER_CONFIG_MAX_BYTES,
+        .max_depth = 8,
+        .fields = top_fields,
+};
+
 int broker_config_parse(const char *text, size_t len, BrokerConfig *ret, char **ret_error) {
-        _cleanup_json_ json_object *o = NULL;
         BrokerConfig c = {
                 .max_request_bytes = 8 << 20,
                 .max_response_bytes = 64 << 20,
@@ -350,10 +353,7 @@ int broker_config_parse(const char *text, size_t len, BrokerConfig *ret, char **
         };
         int r;
 
-        r = json_parse_strict(text, len, BROKER_CONFIG_MAX_BYTES, 8, &o, ret_error);
-        if (r < 0)
-                return r;
-        r = json_dispatch(o, NULL, top_fields, &c, ret_error);
+        r = json_document_parse(&broker_config_document, text, len, &c, ret_error);
         if (r < 0) {
                 broker_config_done(&c);
                 return r;
@@ -362,15 +362,12 @@ int broker_config_parse(const char *text, size_t len, BrokerConfig *ret, char **
         return 0;
 }
 
-int broker_config_load(const char *path, BrokerConfig *ret, char **ret_error) {
-        _cleanup_free_ char *text = NULL;
-        size_t len;
-        int r;
-
-        r = read_full_file(path, BROKER_CONFIG_MAX_BYTES, &text, &len);
-        if (r < 0)
-                return error_set(ret_error, r, "Failed to read broker configuration '%s': %s", path, strerror(-r));
+static int parse_text(const char *text, size_t len, void *ret, char **ret_error) {
         return broker_config_parse(text, len, ret, ret_error);
+}
+
+int broker_config_load(const char *path, BrokerConfig *ret, char **ret_error) {
+        return json_load_file(path, BROKER_CONFIG_MAX_BYTES, "broker configuration", parse_text, ret, ret_error);
 }
 
 static void credential_done(BrokerCredential *c) {

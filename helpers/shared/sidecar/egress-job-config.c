@@ -4,7 +4,6 @@
 #include <limits.h>
 
 #include "basic/errmsg.h"
-#include "basic/fileio.h"
 #include "basic/jobid.h"
 #include "basic/json-strict.h"
 #include "basic/json-util.h"
@@ -70,16 +69,18 @@ static const JsonField config_fields[] = {
         {}
 };
 
+static const JsonDocument config_document = {
+        .max_bytes = EGRESS_JOB_CONFIG_MAX_BYTES,
+        .max_depth = 4,
+        .fields = config_fields,
+};
+
 int egress_job_config_parse(const char *text, size_t len, EgressJobConfig *ret, char **ret_error) {
         _cleanup_(egress_job_config_done) EgressJobConfig c = { .ports = { 443 }, .n_ports = 1 };
-        _cleanup_json_ json_object *root = NULL;
         _cleanup_free_ char *error = NULL;
         int r;
 
-        r = json_parse_strict(text, len, EGRESS_JOB_CONFIG_MAX_BYTES, 4, &root, &error);
-        if (r < 0)
-                return error_set(ret_error, r, "egress config: %s", error ?: "invalid JSON");
-        r = json_dispatch(root, NULL, config_fields, &c, &error);
+        r = json_document_parse(&config_document, text, len, &c, &error);
         if (r < 0)
                 return error_set(ret_error, r, "egress config: %s", error ?: "invalid");
         *ret = c;
@@ -87,15 +88,13 @@ int egress_job_config_parse(const char *text, size_t len, EgressJobConfig *ret, 
         return 0;
 }
 
-int egress_job_config_load(const char *path, EgressJobConfig *ret, char **ret_error) {
-        _cleanup_free_ char *text = NULL;
-        size_t len;
-        int r;
-
-        r = read_full_file(path, EGRESS_JOB_CONFIG_MAX_BYTES, &text, &len);
-        if (r < 0)
-                return error_set(ret_error, r, "egress config: cannot read %s: %s", path, strerror(-r));
+static int parse_text(const char *text, size_t len, void *ret, char **ret_error) {
         return egress_job_config_parse(text, len, ret, ret_error);
+}
+
+int egress_job_config_load(const char *path, EgressJobConfig *ret, char **ret_error) {
+        return json_load_file(path, EGRESS_JOB_CONFIG_MAX_BYTES, "egress configuration", parse_text, ret,
+                              ret_error);
 }
 
 void egress_job_config_done(EgressJobConfig *c) {
