@@ -29,20 +29,6 @@ int ctl_job_id_arg(int argc, char *argv[], int first, const char **ret) {
         return 0;
 }
 
-int ctl_result_peek(const JobPaths *p, const char *job_id, json_object **ret) {
-        _cleanup_free_ char *path = NULL, *buf = NULL;
-        size_t len;
-        int r;
-
-        if (asprintf(&path, "%s/%s/%s", p->results, job_id, RESULT_JSON_FILE) < 0)
-                return -ENOMEM;
-        r = read_full_file(path, RESULT_JSON_MAX, &buf, &len);
-        if (r < 0)
-                return r;
-        r = json_parse_strict(buf, len, RESULT_JSON_MAX, JSON_STRICT_MAX_DEPTH, ret, NULL);
-        return r < 0 ? r : *ret ? 0 : -EBADMSG;
-}
-
 bool ctl_job_known(const JobPaths *p, const char *job_id) {
         _cleanup_free_ char *result = NULL;
 

@@ -13,10 +13,27 @@
 #include "basic/json-util.h"
 #include "basic/strv.h"
 #include "ctl-options.h"
+#include "basic/json-strict.h"
 #include "ctl.h"
+#include "result/result.h"
 
 #define _cleanup_bus_ _cleanup_(sd_bus_flush_close_unrefp)
 #define USEC_PER_SEC 1000000ULL
+
+/* The job's result.json as it lies (unverified: its state for list and status, never a verdict). */
+int ctl_result_peek(const JobPaths *p, const char *job_id, json_object **ret) {
+        _cleanup_free_ char *path = NULL, *buf = NULL;
+        size_t len;
+        int r;
+
+        if (asprintf(&path, "%s/%s/%s", p->results, job_id, RESULT_JSON_FILE) < 0)
+                return -ENOMEM;
+        r = read_full_file(path, RESULT_JSON_MAX, &buf, &len);
+        if (r < 0)
+                return r;
+        r = json_parse_strict(buf, len, RESULT_JSON_MAX, JSON_STRICT_MAX_DEPTH, ret, NULL);
+        return r < 0 ? r : *ret ? 0 : -EBADMSG;
+}
 
 static const char *const job_states[] = {
         "pending", "running", "completed", "refused", "failed", "cancelled", "unknown", NULL

@@ -103,10 +103,6 @@ static const Verb verbs[] = {
           "Exits 0 accepted, 1 refused, 2 this worker may not take it.\n" },
 };
 
-void ctl_json_print(json_object *o) {
-        puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
-}
-
 static void usage(FILE *f) {
         fprintf(f, "Usage: pondctl [--debug] [-H [USER@]HOST] VERB [ARGS...]\n"
                    "       pondctl VERB --help\n\n");

@@ -362,7 +362,9 @@ int ctl_list_parse_argv(int argc, char *argv[], uint64_t now_usec, CtlListArgs *
 void ctl_list_args_done(CtlListArgs *a);
 
 /* JSON for scripts on stdout: json-c, pretty, no escaped slashes, and a newline. */
-void ctl_json_print(json_object *o);
+static inline void ctl_json_print(json_object *o) {
+        puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+}
 
 /* ctl-jobs.c */
 /* argv[first] as the only positional argument, a valid job id; logs usage otherwise. */
