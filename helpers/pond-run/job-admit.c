@@ -176,12 +176,17 @@ int job_setup_gate_take(Job *j) {
         return 0;
 }
 
+void job_setup_started(Job *j, bool sidecars_starting) {
+        unit_waits_extend_start_timeout(false);
+        if (!sidecars_starting)
+                job_setup_gate_release(j);
+}
+
 void job_setup_gate_release(Job *j) {
         JobAdmission *a = &j->admission;
 
         if (a->setup_fd < 0)
                 return;
-        unit_waits_extend_start_timeout(false);
         a->setup_fd = safe_close(a->setup_fd);
         log_debug("Setup slot of %s given back.", j->paths.id);
 }

@@ -361,6 +361,10 @@ int job_admission_release(Job *j);
 /*    The setup gate: a slot among worker.json's max_setups, waited for in order (at most max_wait_s),
  *    taken before staging and given back once the payload started or the setup failed. */
 int job_setup_gate_take(Job *j);
+/*    The payload started (or the setup failed): systemd's waits no longer extend the start timeout, and the
+ *    slot is given back unless a sidecar's start is still pending (job_sidecars_starting()), whose end
+ *    gives it back (job-sidecar.c): a proxy's start loads systemd as much as the rest of the setup. */
+void job_setup_started(Job *j, bool sidecars_starting);
 void job_setup_gate_release(Job *j);
 
 /* 2. job-stage.c: the runtime directories, /workspace, the image; starts hashing the input. */
@@ -409,6 +413,8 @@ int job_sidecars_configure(Job *j, char **ret_error);
 int job_sidecars_write(Job *j);
 int job_sidecars_start(Job *j);
 int job_sidecars_wait(Job *j);
+/* Whether a sidecar's start (one the payload did not wait for: the proxy's) is still pending. */
+bool job_sidecars_starting(const Job *j);
 /* Queues the stop of every sidecar that is up, without waiting: they wind down while the container is
  * deleted. Only once the payload's scope is gone (teardown). */
 int job_sidecars_stop_begin(Job *j);

@@ -150,7 +150,7 @@ int supervise(const char *job_id) {
                 r = -ECANCELED;
         if (r >= 0)
                 r = job_start(&j);
-        job_setup_gate_release(&j);
+        job_setup_started(&j, r >= 0 && job_sidecars_starting(&j));
         if (r >= 0) {
                 job_phase_record(&j, "running");
                 r = job_run_loop(&j);
