@@ -21,7 +21,7 @@ in_box sh -c '[ -e "$2" ] || cp "$1" "$2"' sh "$POLICY" "$SAVED"
 # shellcheck disable=SC2016
 restore() { in_box sh -c 'cp "$2" "$1" && rm -f "$2"' sh "$POLICY" "$SAVED"; }
 # the policy back, then lib.sh's own exit handler, with the script's status
-trap 'rc=$?; restore; rm -f "${SETUP_MAX:-}"; (exit "$rc"); _t_atexit' EXIT
+trap 'rc=$?; restore; rm -f "${SETUP_MAX:-}" "${SETUP_MAX:-}.stop"; (exit "$rc"); _t_atexit' EXIT
 
 # shellcheck disable=SC2016
 policy() { in_box sh -c 'printf "%s\n" "$2" >"$1"' sh "$POLICY" "$1"; }
@@ -69,30 +69,31 @@ for _, d in sorted(ev, key=lambda x: (x[0], x[1])):
 print(most, completed, refused)' "$1" "$2"
 }
 
-# in_setup_start PREFIX N: samples, every 50 ms until in_setup_max, how many of the jobs' units say they are
-# in setup (their STATUS between the setup slot's take and READY=1); in_setup_max prints the most at once
+# in_setup_start PREFIX N: samples, until in_setup_max, how many of the jobs' units say they are in setup (their
+# STATUS between the setup slot's take and READY=1); in_setup_max prints the most at once
 in_setup_start() {
-        # shellcheck disable=SC2016 # the box's python
-        in_box python3 -c '
-import os, subprocess, sys, time
-prefix, n = sys.argv[1], int(sys.argv[2])
-units = ["pond-job@%s-%d.service" % (prefix, i) for i in range(1, n + 1)]
-most = 0
-while not os.path.exists("/run/pond-test-setup-stop"):
-    out = subprocess.run(["systemctl", "show", "-P", "StatusText"] + units, capture_output=True, text=True).stdout
-    now = sum(1 for line in out.splitlines() if line.startswith(("setting up", "staging", "launching")))
-    most = max(most, now)
-    time.sleep(0.05)
-os.unlink("/run/pond-test-setup-stop")
-print(most)' "$1" "$2" >"$SETUP_MAX" &
+        local units=() i
+        for i in $(seq "$2"); do units+=("pond-job@$1-$i.service"); done
+        echo 0 >"$SETUP_MAX"
+        rm -f "$SETUP_STOP"
+        (
+                most=0
+                while [ ! -e "$SETUP_STOP" ]; do
+                        now=$(in_box systemctl show -P StatusText "${units[@]}" |
+                                grep -c -E '^(setting up|staging|launching)' || true)
+                        [ "$now" -gt "$most" ] && most=$now && echo "$most" >"$SETUP_MAX"
+                        sleep 0.05
+                done
+        ) &
         sampler=$!
 }
 in_setup_max() {
-        in_box touch /run/pond-test-setup-stop
+        touch "$SETUP_STOP"
         wait "$sampler"
         cat "$SETUP_MAX"
 }
 SETUP_MAX=$(mktemp)
+SETUP_STOP=$SETUP_MAX.stop
 
 queued_count() { # PREFIX N: how many of the jobs' supervisors logged that they were queued
         local n=0 i
