@@ -110,8 +110,11 @@ static int start_scope(Job *j) {
         if (asprintf(&desc, "pond job %s payload", j->paths.id) < 0)
                 return -ENOMEM;
         r = scope_start(j->bus, j->paths.scope, j->runtime.create.pid, &limits, job_bound_service(j), desc);
-        if (r < 0)
-                return log_error_errno(r, "Cannot create the transient scope %s: %m", j->paths.scope);
+        if (r < 0) {
+                log_error_errno(r, "Cannot create the transient scope %s: %m", j->paths.scope);
+                return job_fail(j, r, "systemd did not create the job's scope %s (%s; see the journal of %s)",
+                                j->paths.scope, strerror(-r), j->paths.service);
+        }
         r = unit_cgroup_path(j->bus, j->paths.scope, &j->runtime.scope_cgroup);
         if (r < 0 || !streq(j->runtime.scope_cgroup, j->paths.scope_cgroup))
                 return log_error_errno(r < 0 ? r : EXDEV, "Scope %s is not at %s, where the payload's cgroup was "

@@ -17,6 +17,8 @@ void job_done(Job *j) {
         job_userns_done(&j->userns);
         job_input_hash_done(&j->input_hash);
         safe_close(j->admission.queue_fd); /* a queue file left unflocked is skipped, and removed, by the next job */
+        safe_close(j->admission.setup_queue_fd);
+        safe_close(j->admission.setup_fd); /* the setup slot, if a path kept it this long */
         job_input_done(&j->input);
         job_outcome_done(&j->outcome);
         j->bus = sd_bus_flush_close_unref(j->bus);

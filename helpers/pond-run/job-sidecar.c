@@ -379,6 +379,13 @@ static int check_alive(Job *j, PondSidecar s) {
                         j->paths.sidecars[s].unit, j->sidecars[s].died_state);
 }
 
+bool job_sidecars_starting(const Job *j) {
+        for (PondSidecar s = 0; s < _POND_SIDECAR_MAX; s++)
+                if (j->sidecars[s].start_pending)
+                        return true;
+        return false;
+}
+
 /* The end of the start of a sidecar the payload did not wait for. */
 static void on_started(int r, void *userdata) {
         JobSidecar *sc = userdata;
@@ -386,6 +393,9 @@ static void on_started(int r, void *userdata) {
         PondSidecar s = (PondSidecar) (sc - j->sidecars);
 
         sc->start_pending = false;
+        /* The last sidecar up (or not) after the payload started: the job's setup is over. */
+        if (j->outcome.started_usec != 0 && !job_sidecars_starting(j))
+                job_setup_gate_release(j);
         if (job_winding_down(j))
                 return;
         if (r >= 0) {

@@ -64,6 +64,11 @@ typedef struct JobInput {
 typedef struct JobAdmission {
         int queue_fd;                   /* its queue file, flocked while it waits */
         bool queued, leased;
+        /* The setup gate (admission/setup-gate.h): its slot, flocked from admission until the payload
+         * started (or the setup failed), and its queue file while it waits for one. */
+        unsigned setup_slots;           /* worker.json's max_setups */
+        uint64_t max_wait_s;
+        int setup_fd, setup_queue_fd;
 } JobAdmission;
 
 /* input_sha, whichever way it is computed (job-input-hash.c). */
@@ -275,7 +280,8 @@ typedef struct Job {
 #define JOB_RESULT_NULL { .results_fd = -EBADF, .staged_fd = -EBADF }
 #define JOB_NETWORK_NULL { .setup = PIDREF_NULL, .setup_error = -EBADF }
 #define JOB_INPUT_NULL { .checkout_fd = -EBADF }
-#define JOB_NULL { .input = JOB_INPUT_NULL, .admission = { .queue_fd = -EBADF }, .input_hash = INPUT_HASH_NULL, \
+#define JOB_ADMISSION_NULL { .queue_fd = -EBADF, .setup_fd = -EBADF, .setup_queue_fd = -EBADF }
+#define JOB_NULL { .input = JOB_INPUT_NULL, .admission = JOB_ADMISSION_NULL, .input_hash = INPUT_HASH_NULL, \
                    .userns = JOB_USERNS_NULL, .runtime = JOB_RUNTIME_NULL, .console = JOB_CONSOLE_NULL, \
                    .network = JOB_NETWORK_NULL, .outcome = JOB_OUTCOME_NULL, .result = JOB_RESULT_NULL }
 
@@ -352,6 +358,14 @@ int job_accept_bundle(Job *j, char **ret_error);
  *     max_wait_s), or refused; the lease is given back in the teardown's last step. */
 int job_admit(Job *j);
 int job_admission_release(Job *j);
+/*    The setup gate: a slot among worker.json's max_setups, waited for in order (at most max_wait_s),
+ *    taken before staging and given back once the payload started or the setup failed. */
+int job_setup_gate_take(Job *j);
+/*    The payload started (or the setup failed): systemd's waits no longer extend the start timeout, and the
+ *    slot is given back unless a sidecar's start is still pending (job_sidecars_starting()), whose end
+ *    gives it back (job-sidecar.c): a proxy's start loads systemd as much as the rest of the setup. */
+void job_setup_started(Job *j, bool sidecars_starting);
+void job_setup_gate_release(Job *j);
 
 /* 2. job-stage.c: the runtime directories, /workspace, the image; starts hashing the input. */
 /*    job-userns.c: the job's host uid range and user namespace, first (runc, confined profiles). */
@@ -399,6 +413,8 @@ int job_sidecars_configure(Job *j, char **ret_error);
 int job_sidecars_write(Job *j);
 int job_sidecars_start(Job *j);
 int job_sidecars_wait(Job *j);
+/* Whether a sidecar's start (one the payload did not wait for: the proxy's) is still pending. */
+bool job_sidecars_starting(const Job *j);
 /* Queues the stop of every sidecar that is up, without waiting: they wind down while the container is
  * deleted. Only once the payload's scope is gone (teardown). */
 int job_sidecars_stop_begin(Job *j);

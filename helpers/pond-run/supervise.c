@@ -115,6 +115,10 @@ int supervise(const char *job_id) {
                 return supervise_refuse(&j, r);
         job_phase_record(&j, "admission");
         r = job_admit(&j);
+        /* At most max_setups jobs set up at once (their unit starts load systemd and the bus): the slot is held
+         * from here until the payload started, or the setup failed. */
+        if (r >= 0)
+                r = job_setup_gate_take(&j);
         if (r < 0 && j.outcome.refused) {
                 r = supervise_refuse(&j, r);
                 (void) job_teardown(&j); /* what acceptance made (a bundle's checkout, an image's use lock) */
@@ -146,6 +150,7 @@ int supervise(const char *job_id) {
                 r = -ECANCELED;
         if (r >= 0)
                 r = job_start(&j);
+        job_setup_started(&j, r >= 0 && job_sidecars_starting(&j));
         if (r >= 0) {
                 job_phase_record(&j, "running");
                 r = job_run_loop(&j);

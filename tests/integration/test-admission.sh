@@ -6,7 +6,10 @@
 # complete, the queued ones after waiting; the same burst without the ceiling has more than 4 at once (the
 # control: the measurement can see an overcommit); when_full refuse, a job too big for the ceiling and
 # max_wait_s each refused with its reason; a queued job cancelled; a supervisor killed with SIGKILL has its
-# lease released by `pond-run --cleanup`. The policy is restored at the end.
+# lease released by `pond-run --cleanup`. The setup gate: 12 jobs at once under max_setups 2 never have more
+# than 2 supervisors in setup (their units' status, sampled: "setting up", "staging" or "launching", from the
+# slot's take to READY=1) and all complete; the control (max_setups 64) has more than 2 in setup at once.
+# The policy is restored at the end.
 . "$(dirname "${BASH_SOURCE[0]}")/pond.sh"
 need_box
 
@@ -18,7 +21,7 @@ in_box sh -c '[ -e "$2" ] || cp "$1" "$2"' sh "$POLICY" "$SAVED"
 # shellcheck disable=SC2016
 restore() { in_box sh -c 'cp "$2" "$1" && rm -f "$2"' sh "$POLICY" "$SAVED"; }
 # the policy back, then lib.sh's own exit handler, with the script's status
-trap 'rc=$?; restore; (exit "$rc"); _t_atexit' EXIT
+trap 'rc=$?; restore; rm -f "${SETUP_MAX:-}" "${SETUP_MAX:-}.stop"; (exit "$rc"); _t_atexit' EXIT
 
 # shellcheck disable=SC2016
 policy() { in_box sh -c 'printf "%s\n" "$2" >"$1"' sh "$POLICY" "$1"; }
@@ -66,6 +69,32 @@ for _, d in sorted(ev, key=lambda x: (x[0], x[1])):
 print(most, completed, refused)' "$1" "$2"
 }
 
+# in_setup_start PREFIX N: samples, until in_setup_max, how many of the jobs' units say they are in setup (their
+# STATUS between the setup slot's take and READY=1); in_setup_max prints the most at once
+in_setup_start() {
+        local units=() i
+        for i in $(seq "$2"); do units+=("pond-job@$1-$i.service"); done
+        echo 0 >"$SETUP_MAX"
+        rm -f "$SETUP_STOP"
+        (
+                most=0
+                while [ ! -e "$SETUP_STOP" ]; do
+                        now=$(in_box systemctl show -P StatusText "${units[@]}" |
+                                grep -c -E '^(setting up|staging|launching)' || true)
+                        [ "$now" -gt "$most" ] && most=$now && echo "$most" >"$SETUP_MAX"
+                        sleep 0.05
+                done
+        ) &
+        sampler=$!
+}
+in_setup_max() {
+        touch "$SETUP_STOP"
+        wait "$sampler"
+        cat "$SETUP_MAX"
+}
+SETUP_MAX=$(mktemp)
+SETUP_STOP=$SETUP_MAX.stop
+
 queued_count() { # PREFIX N: how many of the jobs' supervisors logged that they were queued
         local n=0 i
         for i in $(seq "$2"); do
@@ -74,13 +103,31 @@ queued_count() { # PREFIX N: how many of the jobs' supervisors logged that they 
         echo "$n"
 }
 
-# --- the control: no ceiling, 12 jobs at once overlap more than 4
-policy '{ "when_full": "wait" }'
+# --- the control: no ceiling, 12 jobs at once overlap more than 4, and more than 2 are in setup at once
+policy '{ "when_full": "wait", "max_setups": 64 }'
 prefix=ctl-$$-$RANDOM
+in_setup_start "$prefix" 12
 burst "$prefix" 12 6
+setups=$(in_setup_max)
 read -r most completed refused <<<"$(overlap "$prefix" 12)"
-diag "no ceiling: 12 submitted, at most $most payloads at once, $completed completed, $refused refused"
+diag "no ceiling: 12 submitted, at most $most payloads at once, $completed completed, $refused refused; at most $setups in setup at once (max_setups 64)"
 t_eq "control: without a ceiling, more than 4 payloads ran at once" True "$([ "$most" -gt 4 ] && echo True)"
+t_eq "control: with 64 setup slots, more than 2 jobs were in setup at once" True "$([ "$setups" -gt 2 ] && echo True)"
+
+# --- the setup gate: max_setups 2
+policy '{ "max_setups": 2 }'
+prefix=gate-$$-$RANDOM
+start=$(date +%s)
+in_setup_start "$prefix" 12
+burst "$prefix" 12 2
+setups=$(in_setup_max)
+read -r most completed refused <<<"$(overlap "$prefix" 12)"
+diag "max_setups 2: 12 submitted, $completed completed, $refused refused, at most $setups in setup at once, $most payloads at once; $(($(date +%s) - start)) s"
+t_eq "max_setups 2: never more than 2 jobs in setup at once" True "$([ "$setups" -le 2 ] && [ "$setups" -ge 1 ] && echo True)"
+t_eq "max_setups 2: all 12 completed" 12 "$completed"
+# shellcheck disable=SC2016 # the box's sh expands these
+t_eq "max_setups 2: no slot held, no waiter left" "" "$(in_box sh -c 'ls -A "$1" | grep -v "^slot-"
+        for f in "$1"/slot-*; do flock -n "$f" true || echo "$f held"; done' sh "$POND_RUN/setup")"
 
 # --- the ceiling: max_jobs 4
 policy '{ "max_jobs": 4, "when_full": "wait", "max_wait_s": 600 }'

@@ -2,13 +2,16 @@
 /* test-admission: worker.json parsed strictly (every key, "auto", refusals naming the field), and the
  * admission directory: admitted up to each ceiling and never past it, queued in order (a later job does
  * not pass an earlier one that waits), a dead waiter skipped, a job too big for the ceiling, the refuse
- * policy, release, and concurrent processes never holding more leases than the ceiling. Unprivileged. */
+ * policy, release, and concurrent processes never holding more leases than the ceiling. The setup gate:
+ * slots taken up to max_setups, in order, a dead holder's slot and a dead waiter's place freed, and
+ * concurrent processes never holding more slots than max_setups. Unprivileged. */
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "admission/admission.h"
+#include "admission/setup-gate.h"
 #include "basic/fileio.h"
 #include "basic/macro.h"
 #include "tests.h"
@@ -34,6 +37,9 @@ TEST(policy) {
         EXPECT_EQ(2500ULL, p.max_cpus_milli);
         EXPECT_TRUE(p.refuse_when_full);
         EXPECT_EQ(0ULL, p.max_wait_s);
+        EXPECT_TRUE(p.max_setups >= (uint64_t) ADMISSION_SETUPS_PER_CPU);
+        ASSERT_OK(parse("{\"max_setups\": 3}", &p, NULL));
+        EXPECT_EQ(3ULL, p.max_setups);
         ASSERT_OK(parse("{\"max_memory\": \"auto\", \"max_cpus\": \"auto\"}", &p, NULL));
         EXPECT_TRUE(p.max_memory_bytes > 0);
         EXPECT_TRUE(p.max_cpus_milli >= 1000);
@@ -49,6 +55,8 @@ TEST(policy_refusals) {
                 { "{\"max_cpus\": -1}", "max_cpus" },
                 { "{\"when_full\": \"drop\"}", "when_full" },
                 { "{\"max_wait_s\": 86401}", "max_wait_s" },
+                { "{\"max_setups\": 0}", "max_setups" },
+                { "{\"max_setups\": 1025}", "max_setups" },
                 { "[]", "" },
                 { "{\"max_jobs\": 4, \"max_jobs\": 5}", "" },
         };
@@ -169,6 +177,95 @@ TEST(concurrent) {
         }
         TEST_LOG("at most %d of 12 held a lease at once (ceiling 4)", shared[1]);
         EXPECT_TRUE(shared[1] >= 1 && shared[1] <= 4);
+        munmap(shared, 2 * sizeof(int));
+        ASSERT_OK(rm_rf_at(AT_FDCWD, dir));
+}
+
+/* 1: a slot taken, 0: waits; -errno */
+static int gate(const char *dir, const char *id, unsigned slots, int *slot, int *q) {
+        SetupGateState s;
+        return setup_gate_try(dir, id, slots, slot, q, &s);
+}
+
+TEST(setup_gate) {
+        char dir[] = "/tmp/pond-test-setup.XXXXXX";
+        int sa = -EBADF, sb = -EBADF, sc = -EBADF, sd = -EBADF, se = -EBADF;
+        int qc = -EBADF, qd = -EBADF, qe = -EBADF, none = -EBADF;
+        pid_t pid;
+        int st;
+
+        ASSERT_TRUE(mkdtemp(dir) != NULL);
+        EXPECT_EQ(1, gate(dir, "a", 2, &sa, &none));
+        EXPECT_EQ(1, gate(dir, "b", 2, &sb, &none));
+        EXPECT_EQ(0, gate(dir, "c", 2, &sc, &qc));      /* both slots held */
+        EXPECT_TRUE(qc >= 0 && sc < 0);
+        EXPECT_EQ(0, gate(dir, "d", 2, &sd, &qd));
+        sa = safe_close(sa);                            /* a's payload started */
+        EXPECT_EQ(0, gate(dir, "d", 2, &sd, &qd));      /* d queued after c: it waits */
+        EXPECT_EQ(1, gate(dir, "c", 2, &sc, &qc));
+        EXPECT_TRUE(qc < 0);                            /* its queue file is gone */
+        /* a holder that dies frees its slot with its fd: b's, taken in a child that exits */
+        sb = safe_close(sb);
+        pid = fork();
+        ASSERT_TRUE(pid >= 0);
+        if (pid == 0) {
+                int s = -EBADF, q = -EBADF;
+                _exit(gate(dir, "child", 2, &s, &q) == 1 ? 0 : 1); /* d waits in the queue: child does too */
+        }
+        ASSERT_EQ(pid, waitpid(pid, &st, 0));
+        EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+        EXPECT_EQ(1, gate(dir, "d", 2, &sd, &qd));      /* the child's dead queue entry is behind d anyway */
+        /* a dead waiter ahead is skipped: e waits behind nobody once c is gone and f's place died */
+        EXPECT_EQ(0, gate(dir, "f", 2, &se, &qe));
+        qe = safe_close(qe);
+        sc = safe_close(sc);
+        EXPECT_EQ(1, gate(dir, "e", 2, &se, &none));
+        ASSERT_OK(setup_gate_leave(dir, "f"));
+        ASSERT_OK(setup_gate_leave(dir, "never"));
+        safe_close(sd);
+        safe_close(se);
+        ASSERT_OK(rm_rf_at(AT_FDCWD, dir));
+        ASSERT_OK(setup_gate_leave(dir, "e"));          /* no directory: nothing to leave */
+}
+
+/* 12 processes, 3 slots: each waits its turn, counts itself into a shared counter while it holds its slot,
+ * and gives it back by closing it. The counter's maximum never passes 3. */
+TEST(setup_gate_concurrent) {
+        char dir[] = "/tmp/pond-test-setup.XXXXXX";
+        int *shared;
+        pid_t pids[12];
+
+        ASSERT_TRUE(mkdtemp(dir) != NULL);
+        shared = mmap(NULL, 2 * sizeof(int), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        ASSERT_TRUE(shared != MAP_FAILED);
+        shared[0] = shared[1] = 0;
+        for (size_t i = 0; i < ELEMENTSOF(pids); i++) {
+                pids[i] = fork();
+                ASSERT_TRUE(pids[i] >= 0);
+                if (pids[i] == 0) {
+                        char id[16];
+                        int slot = -EBADF, q = -EBADF, now, r;
+
+                        snprintf(id, sizeof id, "j%zu", i);
+                        while ((r = gate(dir, id, 3, &slot, &q)) == 0)
+                                usleep(1000);
+                        if (r != 1)
+                                _exit(1);
+                        now = __atomic_add_fetch(&shared[0], 1, __ATOMIC_SEQ_CST);
+                        raise_max(&shared[1], now);
+                        usleep(20000);
+                        __atomic_sub_fetch(&shared[0], 1, __ATOMIC_SEQ_CST);
+                        safe_close(slot);
+                        _exit(0);
+                }
+        }
+        for (size_t i = 0; i < ELEMENTSOF(pids); i++) {
+                int st;
+                ASSERT_EQ(pids[i], waitpid(pids[i], &st, 0));
+                EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        }
+        TEST_LOG("at most %d of 12 held a setup slot at once (max_setups 3)", shared[1]);
+        EXPECT_TRUE(shared[1] >= 1 && shared[1] <= 3);
         munmap(shared, 2 * sizeof(int));
         ASSERT_OK(rm_rf_at(AT_FDCWD, dir));
 }

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* admission.c: the worker's admission ceiling: worker.json parsed strictly, and the lease and queue files
- * of its directory, a lease store (lease/lease-store.h) read and changed under the store's lock; a queue
- * file whose waiter is gone is the store's stale entry. */
-#include <fcntl.h>
+ * of its directory, a lease store (lease/lease-store.h) read and changed under the store's lock, its queue
+ * admission-queue.c's. */
 #include <inttypes.h>
 #include <math.h>
 #include <sched.h>
@@ -10,11 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/sysinfo.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "admission/admission-queue.h"
 #include "admission/admission.h"
 #include "basic/fileio.h"
 #include "basic/json-strict.h"
@@ -25,7 +23,6 @@
 
 #define LEASE_PREFIX "lease-"
 #define LEASE_MAX 128
-#define QUEUE_PREFIX "queue-"
 
 static int fail(char **ret_error, const char *fmt, ...) _printf_(2, 3);
 static int fail(char **ret_error, const char *fmt, ...) {
@@ -38,6 +35,22 @@ static int fail(char **ret_error, const char *fmt, ...) {
                 va_end(ap);
         }
         return -EINVAL;
+}
+
+/* The CPUs pond-run may run on (its affinity: the worker's, less what the operator took from pond-job@). */
+static unsigned cpus_allowed(void) {
+        cpu_set_t set;
+
+        if (sched_getaffinity(0, sizeof set, &set) < 0)
+                return 1;
+        return (unsigned) MAX(CPU_COUNT(&set), 1);
+}
+
+AdmissionPolicy admission_policy_default(void) {
+        return (AdmissionPolicy) {
+                .max_wait_s = ADMISSION_MAX_WAIT_S_DEFAULT,
+                .max_setups = MIN((uint64_t) ADMISSION_SETUPS_PER_CPU * cpus_allowed(), ADMISSION_MAX_SETUPS_MAX),
+        };
 }
 
 static bool is_auto(json_object *v) {
@@ -59,13 +72,10 @@ static int parse_memory(json_object *v, uint64_t *ret, char **ret_error) {
 }
 
 static int parse_cpus(json_object *v, uint64_t *ret, char **ret_error) {
-        cpu_set_t set;
         double d;
 
         if (is_auto(v)) {
-                if (sched_getaffinity(0, sizeof set, &set) < 0)
-                        return -errno;
-                *ret = (uint64_t) CPU_COUNT(&set) * 1000;
+                *ret = (uint64_t) cpus_allowed() * 1000;
                 return 0;
         }
         if (!json_object_is_type(v, json_type_int) && !json_object_is_type(v, json_type_double))
@@ -78,10 +88,11 @@ static int parse_cpus(json_object *v, uint64_t *ret, char **ret_error) {
 }
 
 int admission_policy_parse(const char *text, size_t len, AdmissionPolicy *ret, char **ret_error) {
-        static const char *const known[] = { "max_jobs", "max_memory", "max_cpus", "when_full", "max_wait_s", NULL };
+        static const char *const known[] = { "max_jobs", "max_memory", "max_cpus", "when_full", "max_wait_s",
+                                             "max_setups", NULL };
         _cleanup_json_ json_object *o = NULL;
         _cleanup_free_ char *err = NULL;
-        AdmissionPolicy p = { .max_wait_s = ADMISSION_MAX_WAIT_S_DEFAULT };
+        AdmissionPolicy p = admission_policy_default();
         json_object *v;
         int r;
 
@@ -95,6 +106,8 @@ int admission_policy_parse(const char *text, size_t len, AdmissionPolicy *ret, c
                 r = json_get_u64(o, NULL, "max_jobs", 1, 65536, &p.max_jobs, ret_error);
         if (r >= 0)
                 r = json_get_u64(o, NULL, "max_wait_s", 0, 86400, &p.max_wait_s, ret_error);
+        if (r >= 0)
+                r = json_get_u64(o, NULL, "max_setups", 1, ADMISSION_MAX_SETUPS_MAX, &p.max_setups, ret_error);
         if (r < 0)
                 return r;
         v = json_get(o, "max_memory");
@@ -129,7 +142,7 @@ int admission_policy_load(const char *dir, AdmissionPolicy *ret, char **ret_erro
                 return fail(ret_error, "policy: cannot look up %s: %s", ADMISSION_POLICY_FILE, strerror(-r));
         r = read_full_file(path, JSON_STRICT_MAX_BYTES, &buf, &len);
         if (r == -ENOENT) {
-                *ret = (AdmissionPolicy) { .max_wait_s = ADMISSION_MAX_WAIT_S_DEFAULT };
+                *ret = admission_policy_default();
                 return 0;
         }
         if (r < 0)
@@ -143,27 +156,6 @@ int admission_policy_load(const char *dir, AdmissionPolicy *ret, char **ret_erro
 static bool over(const AdmissionPolicy *p, uint64_t jobs, uint64_t mem, uint64_t cpus) {
         return (p->max_jobs && jobs > p->max_jobs) || (p->max_memory_bytes && mem > p->max_memory_bytes) ||
                (p->max_cpus_milli && cpus > p->max_cpus_milli);
-}
-
-/* A queue file whose flock can be taken has no waiter left. */
-static bool waiter_alive(int dfd, const char *name) {
-        _cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-
-        if (fd < 0)
-                return false;
-        return flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
-}
-
-static bool queue_name_is(const char *name, const char *job_id) {
-        const char *dash = strchr(name + strlen(QUEUE_PREFIX), '-');
-        return dash && streq(dash + 1, job_id);
-}
-
-/* The queue's proof of a stale entry: its waiter is gone. The job's own entry is never another's to judge. */
-static int waiter_gone(const LeaseStore *s, const char *name, const char *text _unused_, void *userdata) {
-        const char *job_id = userdata;
-
-        return !queue_name_is(name, job_id) && !waiter_alive(s->dfd, name);
 }
 
 /* A lease's claim, added to what is held; unreadable: counted as a job, its claim unknown (never less than
@@ -182,13 +174,11 @@ static void add_lease(const char *text, AdmissionState *s) {
  * the dead ones removed. */
 static int scan(const LeaseStore *store, const char *job_id, const char *mine, AdmissionState *s,
                 bool *ret_leased) {
-        _cleanup_(lease_list_free) LeaseList leases = {}, queue = {};
+        _cleanup_(lease_list_free) LeaseList leases = {};
         int r;
 
-        (void) lease_store_sweep(store, QUEUE_PREFIX, 0, waiter_gone, (void *) job_id);
+        (void) admission_queue_sweep(store, job_id, 0);
         r = lease_store_list(store, LEASE_PREFIX, LEASE_MAX, &leases);
-        if (r >= 0)
-                r = lease_store_list(store, QUEUE_PREFIX, 0, &queue);
         if (r < 0)
                 return r;
         *s = (AdmissionState) {};
@@ -199,52 +189,7 @@ static int scan(const LeaseStore *store, const char *job_id, const char *mine, A
                 else
                         add_lease(leases.entries[i].text, s);
         }
-        for (size_t i = 0; i < queue.n; i++) {
-                const char *name = queue.entries[i].name;
-
-                if (!queue_name_is(name, job_id) && (!mine || strcmp(name, mine) < 0))
-                        s->ahead++;
-        }
-        return 0;
-}
-
-/* The job's queue file, named by the time it queued (20 digits: names sort as times), flocked. */
-static int enqueue(const LeaseStore *store, const char *job_id, char **ret_name, int *ret_fd) {
-        _cleanup_free_ char *name = NULL;
-        _cleanup_close_ int fd = -EBADF;
-        struct timespec ts;
-
-        clock_gettime(CLOCK_REALTIME, &ts);
-        if (asprintf(&name, QUEUE_PREFIX "%020" PRIu64 "-%s",
-                     (uint64_t) ts.tv_sec * UINT64_C(1000000000) + (uint64_t) ts.tv_nsec, job_id) < 0)
-                return -ENOMEM;
-        if (!lease_name_is_valid(name))
-                return -EINVAL;
-        fd = openat(store->dfd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (fd < 0)
-                return -errno;
-        if (flock(fd, LOCK_EX | LOCK_NB) < 0)
-                return -errno;
-        *ret_name = TAKE_PTR(name);
-        *ret_fd = TAKE_FD(fd);
-        return 0;
-}
-
-/* The name of the job's queue file, if it has one. */
-static int find_queued(const LeaseStore *store, const char *job_id, char **ret) {
-        _cleanup_(lease_list_free) LeaseList queue = {};
-        int r;
-
-        *ret = NULL;
-        r = lease_store_list(store, QUEUE_PREFIX, 0, &queue);
-        if (r < 0)
-                return r;
-        for (size_t i = 0; i < queue.n; i++)
-                if (queue_name_is(queue.entries[i].name, job_id)) {
-                        *ret = strdup(queue.entries[i].name);
-                        return *ret ? 0 : -ENOMEM;
-                }
-        return 0;
+        return admission_queue_ahead(store, job_id, mine, &s->ahead);
 }
 
 int admission_try(const char *dir, const char *job_id, const AdmissionPolicy *p, const AdmissionClaim *c,
@@ -264,7 +209,7 @@ int admission_try(const char *dir, const char *job_id, const AdmissionPolicy *p,
         if (r < 0)
                 return r;
         if (*queue_fd >= 0) {
-                r = find_queued(&store, job_id, &mine);
+                r = admission_queue_find(&store, job_id, &mine);
                 if (r < 0)
                         return r;
         }
@@ -295,7 +240,7 @@ int admission_try(const char *dir, const char *job_id, const AdmissionPolicy *p,
         }
         if (!mine) {
                 *queue_fd = safe_close(*queue_fd);
-                r = enqueue(&store, job_id, &mine, queue_fd);
+                r = admission_queue_enter(&store, job_id, &mine, queue_fd);
                 if (r < 0)
                         return r;
         }
@@ -316,7 +261,7 @@ int admission_release(const char *dir, const char *job_id) {
         r = lease_store_release(&store, lease, 0, NULL, NULL);
         if (r < 0)
                 return r;
-        r = find_queued(&store, job_id, &queued);
+        r = admission_queue_find(&store, job_id, &queued);
         if (r < 0 || !queued)
                 return r;
         return lease_store_remove(&store, queued);

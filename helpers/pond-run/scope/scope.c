@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* scope.c: StartTransientUnit/KillUnit/StopUnit over sd-bus for the payload's scope, and its cgroup. */
+#include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <string.h>
+#include <systemd/sd-daemon.h>
 #include <time.h>
 
 #include "basic/fileio.h"
@@ -11,8 +13,11 @@
 
 /* How long a unit's start (a scope, a sidecar) may take before the job fails: a guard against a hang, not a
  * performance bound. 16 runsc jobs at once on 2 CPUs (load 11) took systemd over 30 s to start a sidecar's
- * unit; the supervisor's own unit allows 90 s to READY, which the rest of its start-up must fit in too. */
+ * unit. During the job's setup each wait first extends its unit's start timeout past its own bound
+ * (unit_waits_extend_start_timeout()): the wait's bound decides, never the unit's 90 s. */
 #define SCOPE_WAIT_USEC (60ULL * 1000 * 1000)
+/* What an extension adds beyond the wait's own bound: the work after it, up to the next wait or READY=1. */
+#define EXTEND_MARGIN_USEC (UINT64_C(30) * 1000 * 1000)
 
 #define SD_DESTINATION "org.freedesktop.systemd1"
 #define SD_PATH "/org/freedesktop/systemd1"
@@ -31,6 +36,27 @@ struct UnitStart {
         JobWait wait;
         char *unit;
 };
+
+static bool extend_start_timeout = false;
+
+void unit_waits_extend_start_timeout(bool on) {
+        extend_start_timeout = on;
+}
+
+/* Before a wait on systemd of at most usec: the unit's start timeout is pushed past it (a no-op outside a
+ * unit, or once the setup is over). */
+static void extend_for(uint64_t usec) {
+        if (extend_start_timeout)
+                (void) sd_notifyf(false, "EXTEND_TIMEOUT_USEC=%" PRIu64, usec + EXTEND_MARGIN_USEC);
+}
+
+/* A method call's bound: the bus's (sd-bus's default, 25 s). */
+static void extend_for_call(sd_bus *bus) {
+        uint64_t usec = 0;
+
+        if (extend_start_timeout && sd_bus_get_method_call_timeout(bus, &usec) >= 0)
+                extend_for(usec);
+}
 
 /* The ended job's result as the start's: 0 if it is "done", else -EIO. */
 static int job_wait_result(const JobWait *w) {
@@ -57,6 +83,8 @@ static int on_job_removed(sd_bus_message *m, void *userdata, sd_bus_error *error
 static int wait_for_job(sd_bus *bus, JobWait *w) {
         uint64_t deadline = clock_usec(CLOCK_MONOTONIC) + SCOPE_WAIT_USEC;
 
+        if (!w->done)
+                extend_for(SCOPE_WAIT_USEC);
         while (!w->done) {
                 int r = sd_bus_process(bus, NULL);
                 if (r < 0)
@@ -135,6 +163,7 @@ static int call_begin(sd_bus *bus, sd_bus_message *m, const char *unit, UnitStar
                 return log_debug_errno(r, "Cannot watch systemd jobs: %m");
         /* systemd sends JobRemoved only to subscribed clients (a second Subscribe on the same connection
          * is refused as such, and is fine). */
+        extend_for_call(bus);
         r = sd_bus_call_method(bus, SD_DESTINATION, SD_PATH, SD_MANAGER, "Subscribe", &error, NULL,
                                NULL);
         if (r < 0 && sd_bus_error_has_name(&error, "org.freedesktop.systemd1.AlreadySubscribed"))
@@ -142,6 +171,7 @@ static int call_begin(sd_bus *bus, sd_bus_message *m, const char *unit, UnitStar
         sd_bus_error_free(&error);
         if (r < 0)
                 return log_debug_errno(r, "Cannot subscribe to systemd's signals: %m");
+        extend_for_call(bus);
         r = sd_bus_call(bus, m, 0, &error, &reply);
         if (r < 0)
                 return log_debug_errno(r, "Starting %s failed: %s", unit, error.message ?: "?");
@@ -251,6 +281,7 @@ static int manager_call(sd_bus *bus, const char *method, const char *types, ...)
         va_end(ap);
         if (r < 0)
                 return r;
+        extend_for_call(bus);
         r = sd_bus_call(bus, m, 0, &error, NULL);
         if (r < 0 && sd_bus_error_has_names(&error, "org.freedesktop.systemd1.NoSuchUnit",
                                             "org.freedesktop.systemd1.NoSuchProcess"))
@@ -290,6 +321,7 @@ static int unit_get_string(sd_bus *bus, const char *unit, const char *iface, con
 
         if (!object)
                 return -ENOMEM;
+        extend_for_call(bus);
         return sd_bus_get_property_string(bus, SD_DESTINATION, object, iface, property, &error, ret);
 }
 

@@ -2,6 +2,7 @@
 /* scope.h: the payload's transient scope (pond-ID.scope in pond.slice), created over D-Bus. */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <systemd/sd-bus.h>
@@ -9,6 +10,11 @@
 #include "basic/unit-name.h"  /* POND_SLICE */
 #include "policy/policy.h"
 #include "scope/cgroup.h" /* cgroup_* were declared here; pond-run still finds them through scope.h */
+
+/* While on (a job's setup, before its READY=1): each wait on systemd here (a method call, a unit's start)
+ * first extends the unit's start timeout past the wait's own bound (EXTEND_TIMEOUT_USEC), so that a busy
+ * systemd fails a wait by its own bound, never by the unit's start timeout meanwhile. */
+void unit_waits_extend_start_timeout(bool on);
 
 typedef struct ScopeLimits {
         uint64_t memory_bytes;
