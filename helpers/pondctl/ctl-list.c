@@ -10,10 +10,10 @@
 
 #include "basic/fileio.h"
 #include "basic/jobid.h"
+#include "basic/json-strict.h"
 #include "basic/json-util.h"
 #include "basic/strv.h"
 #include "ctl-options.h"
-#include "basic/json-strict.h"
 #include "ctl.h"
 #include "result/result.h"
 
