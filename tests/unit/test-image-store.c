@@ -434,7 +434,7 @@ TEST_F(store, bomb_layers_are_refused) {
         self->s.limits.max_stream_bytes = 512 << 20;
         {
                 _cleanup_free_ char *err = NULL;
-                ImageRecord rec = {};
+                _cleanup_(image_record_done) ImageRecord rec = {};
                 char d[DIGEST_SIZE];
 
                 (void) rm_rf_at(AT_FDCWD, self->layout);
