@@ -8,7 +8,7 @@
 #include "basic/string-util.h"
 #include "job.h"
 
-static void reason_set(JobOutcome *o, const char *fmt, va_list ap) {
+_printf_(2, 0) static void reason_set(JobOutcome *o, const char *fmt, va_list ap) {
         if (fmt && !o->reason)
                 o->reason = strdupf_va(fmt, ap);
 }
