@@ -17,7 +17,7 @@ for tool in systemd-nspawn dpkg-buildpackage dh lintian; do
         command -v "$tool" >/dev/null || t_skip_all "$tool not installed (tools/install-deps)"
 done
 
-plan 24
+plan 25
 work=$(mktemp -d /var/tmp/pond-test-deb.XXXXXX)
 box=deb-$$
 cleanup() {
