@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* job-runtime-failed.c: telling "the payload exited with X" from "the runtime died under it" (issue 19). The
+/* job-runtime-failed.c: telling "the payload exited with X" from "the runtime died under it". The
  * container's init is the payload's own first process under runc (no runc process outlives the start), but
  * the sandbox process under runsc, beside its gofer; both are this subreaper's children. Evidence, measured:
  * a runsc sandbox reports its payload's end as an exit status (a payload killed by signal N as 128 + N), so

@@ -2,7 +2,7 @@
 /* ctl-wait.c: the tail of `pondctl run` and all of `pondctl wait`: stream the log while the job runs, wait
  * until its signed result exists (holding no system-bus connection meanwhile), cancel on SIGINT/SIGTERM,
  * verify the result against the pinned key, and turn it into an exit status. The job's teardown goes on
- * after its result exists (issue 12): a result is final once it is there (written whole, then renamed into
+ * after its result exists: a result is final once it is there (written whole, then renamed into
  * place), and whatever the teardown still holds (address, uid range, cgroups) is given back only once it is
  * proven free. */
 #include <poll.h>

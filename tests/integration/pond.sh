@@ -165,7 +165,7 @@ echo checked'
 host_state() { in_box sh -c "$_state_sh" 2>&1 | sort; }
 
 t_clean() { # DESC ID: nothing of job ID remains once its unit has stopped (pondctl returns at the signed
-        # result, while the teardown goes on: issue 12)
+        # result, while the teardown goes on)
         local left
         wait_gone "$2" || true  # a unit still active after the bound is a finding of the check below
         left=$(leftovers "$2")

@@ -159,7 +159,7 @@ for round in $(seq "$ROUNDS"); do
 done
 diag "fault rounds: $rounds run, $clean clean, $truthful truthful"
 
-# The runtime dying under a running payload (issue 19), at a point chosen rather than at random: once the
+# The runtime dying under a running payload, at a point chosen rather than at random: once the
 # payload has printed its marker, the runtime's process (runsc: the sandbox, the gofer) is killed from outside.
 # The result must be "failed" naming the runtime, with no exit code, and nothing left behind. The control is
 # the payload's own death, which stays "completed" with what it died of.
