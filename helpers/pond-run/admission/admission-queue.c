@@ -68,6 +68,16 @@ int admission_queue_find(const LeaseStore *s, const char *job_id, char **ret) {
         return 0;
 }
 
+int admission_queue_leave(const LeaseStore *s, const char *job_id) {
+        _cleanup_free_ char *queued = NULL;
+        int r;
+
+        r = admission_queue_find(s, job_id, &queued);
+        if (r < 0 || !queued)
+                return r;
+        return lease_store_remove(s, queued);
+}
+
 int admission_queue_enter(const LeaseStore *s, const char *job_id, char **ret_name, int *ret_fd) {
         _cleanup_free_ char *name = NULL;
         _cleanup_close_ int fd = -EBADF;

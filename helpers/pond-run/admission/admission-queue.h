@@ -17,6 +17,8 @@ bool admission_queue_name_is(const char *name, const char *job_id);
 int admission_queue_sweep(const LeaseStore *s, const char *job_id, size_t max);
 /* The name of the job's queue file, or NULL if it has none. */
 int admission_queue_find(const LeaseStore *s, const char *job_id, char **ret);
+/* Removes the job's queue file, if it has one (a job that leaves the queue without its turn). */
+int admission_queue_leave(const LeaseStore *s, const char *job_id);
 /* The job's queue file, made now and flocked (*ret_fd: held open while it waits). */
 int admission_queue_enter(const LeaseStore *s, const char *job_id, char **ret_name, int *ret_fd);
 /* How many queue files are before mine (mine NULL: every one but the job's own). */

@@ -250,7 +250,7 @@ int admission_try(const char *dir, const char *job_id, const AdmissionPolicy *p,
 
 int admission_release(const char *dir, const char *job_id) {
         _cleanup_(lease_store_close) LeaseStore store = LEASE_STORE_NULL;
-        _cleanup_free_ char *lease = NULL, *queued = NULL;
+        _cleanup_free_ char *lease = NULL;
         int r;
 
         r = lease_store_open(dir, LEASE_STORE_MISSING_OK, &store);
@@ -261,8 +261,5 @@ int admission_release(const char *dir, const char *job_id) {
         r = lease_store_release(&store, lease, 0, NULL, NULL);
         if (r < 0)
                 return r;
-        r = admission_queue_find(&store, job_id, &queued);
-        if (r < 0 || !queued)
-                return r;
-        return lease_store_remove(&store, queued);
+        return admission_queue_leave(&store, job_id);
 }

@@ -94,14 +94,10 @@ int setup_gate_try(const char *dir, const char *job_id, unsigned slots, int *slo
 
 int setup_gate_leave(const char *dir, const char *job_id) {
         _cleanup_(lease_store_close) LeaseStore store = LEASE_STORE_NULL;
-        _cleanup_free_ char *queued = NULL;
         int r;
 
         r = lease_store_open(dir, LEASE_STORE_MISSING_OK, &store);
         if (r <= 0)
                 return r;
-        r = admission_queue_find(&store, job_id, &queued);
-        if (r < 0 || !queued)
-                return r;
-        return lease_store_remove(&store, queued);
+        return admission_queue_leave(&store, job_id);
 }
