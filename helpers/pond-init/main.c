@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* main.c: pond-init, the container's first process where the profile asks for Landlock: applies the
- * ruleset pond decided (ruleset.c) at exactly the ABI pond recorded, closes every fd beyond stdio, and
- * execs the payload. Static, no pond library: it runs inside the job, bound read-only at /dev/.pond-init.
+/* main.c: pond-init, the first process of every confined job: makes itself non-dumpable (the payload, the
+ * same uid, cannot read its fds or memory), applies the Landlock ruleset pond decided (ruleset.c) at exactly
+ * the ABI pond recorded where the profile has one, keeps nothing open but stdio and the supervisor's exec
+ * channel, and then serves (serve.c: the payload as its child, execs beside it); without a channel it execs
+ * the payload itself. Static, no pond library: it runs inside the job, bound read-only at /dev/.pond-init.
  * Any failure is the payload not starting: a line on stderr and exit status 126 (127: command not found). */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -13,6 +16,7 @@
 
 #include "landlock-uapi.h"
 #include "ruleset.h"
+#include "serve.h"
 
 #define EXIT_REFUSED 126
 #define EXIT_NOT_FOUND 127
@@ -91,18 +95,55 @@ static int apply(const Ruleset *rs) {
         return 0;
 }
 
+/* The channel at a descriptor above stdio, close-on-exec; a channel passed as stdin (runsc passes the
+ * init nothing else) leaves /dev/null in its place for the payload. Everything else the runtime left open
+ * is closed. */
+static int channel_setup(int fd, int *ret) {
+        int c, null;
+
+        if (fcntl(fd, F_GETFD) < 0)
+                return fail("--channel: not an open descriptor", errno);
+        c = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        if (c < 0)
+                return fail("--channel", errno);
+        if (fd <= 2) {
+                null = open("/dev/null", O_RDWR | O_CLOEXEC);
+                if (null < 0 || dup2(null, fd) < 0)
+                        return fail("/dev/null", errno);
+                close(null);
+        } else
+                close(fd);
+        if ((c > 3 && syscall(SYS_close_range, 3U, (unsigned) c - 1, 0U) < 0) ||
+            syscall(SYS_close_range, (unsigned) c + 1, (unsigned) INT_MAX, 0U) < 0)
+                return fail("close_range", errno);
+        *ret = c;
+        return 0;
+}
+
 int main(int argc, char **argv) {
         const char *err = NULL;
         Ruleset rs;
-        int r;
+        int r, channel = -1;
 
         if (ruleset_parse(argc, argv, &rs, &err) < 0)
                 return fail(err, 0);
-        r = apply(&rs);
-        if (r != 0)
-                return r;
+        /* before anything else: /proc/1/fd, mem and environ are then root's (of the job's user namespace) and
+         * ptrace_may_access() refuses the payload, which has no CAP_SYS_PTRACE */
+        if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+                return fail("PR_SET_DUMPABLE", errno);
+        if (rs.abi > 0) {
+                r = apply(&rs);
+                if (r != 0)
+                        return r;
+        }
+        if (rs.channel >= 0) {
+                r = channel_setup(rs.channel, &channel);
+                if (r != 0)
+                        return r;
+                return serve(rs.argv, channel);
+        }
         /* nothing the runtime left open reaches the payload: only stdin, stdout and stderr */
-        if (syscall(SYS_close_range, 3U, ~0U, 0U) < 0)
+        if (syscall(SYS_close_range, 3U, (unsigned) INT_MAX, 0U) < 0)
                 return fail("close_range", errno);
         execvp(rs.argv[0], rs.argv);
         r = errno;

@@ -97,7 +97,7 @@ int ruleset_parse(int argc, char **argv, Ruleset *ret, const char **ret_error) {
         } path_opts[] = {
                 { "--read", RULE_READ }, { "--rw", RULE_RW }, { "--dev", RULE_DEV }, { "--exec", RULE_EXEC },
         };
-        Ruleset rs = {};
+        Ruleset rs = { .channel = -1 };
         int i;
 
         for (i = 1; i < argc; i++) {
@@ -114,6 +114,12 @@ int ruleset_parse(int argc, char **argv, Ruleset *ret, const char **ret_error) {
                         if (parse_uint(v, RULESET_ABI_MAX, &n) < 0 || n == 0)
                                 return *ret_error = "--abi: not an ABI this pond-init knows", -EINVAL;
                         rs.abi = (unsigned) n;
+                        continue;
+                }
+                if (strcmp(o, "--channel") == 0) {
+                        if (parse_uint(v, 1023, &n) < 0 || rs.channel >= 0)
+                                return *ret_error = "--channel: not a file descriptor", -EINVAL;
+                        rs.channel = (int) n;
                         continue;
                 }
                 if (strcmp(o, "--connect") == 0 && strcmp(v, "any") == 0) {
@@ -140,8 +146,8 @@ int ruleset_parse(int argc, char **argv, Ruleset *ret, const char **ret_error) {
                 if (!matched)
                         return *ret_error = "unknown option", -EINVAL;
         }
-        if (rs.abi == 0)
-                return *ret_error = "--abi is required", -EINVAL;
+        if (rs.abi == 0 && (rs.n_rules > 0 || rs.n_ports > 0 || rs.connect_any))
+                return *ret_error = "--abi is required with rules", -EINVAL;
         if (rs.connect_any && rs.n_ports > 0)
                 return *ret_error = "--connect any and ports together", -EINVAL;
         if (i >= argc || i + 1 >= argc)

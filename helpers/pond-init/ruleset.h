@@ -25,18 +25,19 @@ typedef struct Rule {
 } Rule;
 
 typedef struct Ruleset {
-        unsigned abi;                   /* what pond decided: 1..RULESET_ABI_MAX, applied exactly */
+        unsigned abi;                   /* what pond decided: 1..RULESET_ABI_MAX, applied exactly; 0: none */
         Rule rules[RULESET_PATHS_MAX];
         unsigned n_rules;
         uint16_t ports[RULESET_PORTS_MAX]; /* TCP connect allowed to these only (ABI >= 4) */
         unsigned n_ports;
         bool connect_any;               /* "--connect any": TCP is not Landlock's to restrict */
+        int channel;                    /* "--channel FD": the supervisor's exec channel (serve.c), or -1 */
         char **argv;                    /* the payload's, after "--"; borrowed */
 } Ruleset;
 
-/* pond-init --abi N [--read P] [--rw P] [--dev P] [--exec P] [--connect PORT|any] -- CMD [ARG...]
- * Every path absolute, without "..", at most RULESET_PATHS_MAX of them. -EINVAL with *ret_error (static
- * text) on anything else. */
+/* pond-init [--channel FD] [--abi N [--read P] [--rw P] [--dev P] [--exec P] [--connect PORT|any]] -- CMD [ARG...]
+ * Every path absolute, without "..", at most RULESET_PATHS_MAX of them; rules only with --abi (without it,
+ * no Landlock). -EINVAL with *ret_error (static text) on anything else. */
 int ruleset_parse(int argc, char **argv, Ruleset *ret, const char **ret_error);
 
 /* The rights handled (everything this ABI knows: what no rule grants is denied), and each kind's grant. */

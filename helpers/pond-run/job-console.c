@@ -24,7 +24,7 @@
 /* What waits for a caller while none is attached, or while it is slow: the newest bytes are kept. */
 #define CONSOLE_BACKLOG (64 * 1024)
 /* Connections at once (attached, execs, not yet said which). */
-#define CONSOLE_CONNS_MAX 16
+#define CONSOLE_CONNS_MAX 32
 /* How long the last output may take to reach the caller when the job ends. */
 #define CONSOLE_FLUSH_USEC (2ULL * 1000 * 1000)
 
@@ -300,7 +300,6 @@ static void attach(ConsoleConn *c) {
 
 static void on_packet(ConsoleConn *c, const char *buf, size_t n) {
         JobConsole *con = &c->job->console;
-        _cleanup_strv_free_ char **argv = NULL;
 
         /* refused once its request is read: closing with a packet unread would reset the connection and the
          * caller would see no reason */
@@ -309,16 +308,20 @@ static void on_packet(ConsoleConn *c, const char *buf, size_t n) {
         if (c->kind == CONSOLE_CONN_NEW) {
                 if (buf[0] == CONSOLE_ATTACH)
                         return attach(c);
-                if (buf[0] == CONSOLE_EXEC && console_unpack_argv(buf + 1, n - 1, &argv) >= 0) {
+                if (buf[0] == CONSOLE_EXEC || buf[0] == CONSOLE_EXEC_REQUEST) {
                         c->kind = CONSOLE_CONN_EXEC;
-                        if (job_exec_start(c, argv) < 0)
+                        if (job_exec_request(c, buf, n) < 0)
                                 job_console_conn_free(c);
                         return;
                 }
                 return refuse(c, "%s", "not a console request");
         }
-        if (c->kind != CONSOLE_CONN_ATTACHED)
-                return; /* an exec takes no input */
+        if (c->kind != CONSOLE_CONN_ATTACHED) {
+                /* an exec takes its stdin bytes before it starts, and no input after */
+                if (job_exec_input(c, buf, n) < 0)
+                        job_console_conn_free(c);
+                return;
+        }
         switch (buf[0]) {
         case CONSOLE_INPUT:
                 if (input_fd(con) >= 0 && input_add(con, buf + 1, n - 1) < 0)
@@ -401,7 +404,8 @@ static int on_listen(sd_event_source *s, int fd, uint32_t revents, void *userdat
         c = calloc(1, sizeof *c);
         if (!c)
                 return 0;
-        *c = (ConsoleConn) { .job = j, .fd = TAKE_FD(cfd), .pid = PIDREF_NULL, .pipe = { -EBADF, -EBADF } };
+        *c = (ConsoleConn) { .job = j, .fd = TAKE_FD(cfd), .pid = PIDREF_NULL, .pipe = { -EBADF, -EBADF },
+                             .init_slot = -1 };
         if (console_peer_uid(c->fd, &uid) < 0 || (uid != 0 && uid != con->owner)) {
                 log_warning("Refused a console connection of uid %d to job %s: not root, not its submitter.",
                             console_peer_uid(c->fd, &uid) < 0 ? -1 : (int) uid, j->paths.id);
@@ -484,6 +488,7 @@ void job_console_done(JobConsole *c) {
         }
         while (c->conns)
                 job_console_conn_free(c->conns);
+        job_init_done(&c->init);
         sd_event_source_disable_unref(c->listen_src);
         sd_event_source_disable_unref(c->master_src);
         sd_event_source_disable_unref(c->stdin_src);

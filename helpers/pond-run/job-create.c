@@ -42,7 +42,9 @@ static int runtime_argv(Job *j, char ***ret_create) {
         RuntimeJob rj = { .state_root = j->paths.runtime_root, .bundle = j->paths.bundle,
                           .container_id = j->paths.container, .host_network = j->input.resolved->net == NET_OPEN,
                           .netns = j->network.up ? j->network.net.netns_path : NULL,
-                          .console_socket = job_console_runtime_socket(j) };
+                          .console_socket = job_console_runtime_socket(j),
+                          .init_channel = j->console.init.on &&
+                                          j->input.provider->init_channel == RUNTIME_INIT_CHANNEL_FD };
         int r;
 
         if (asprintf(&pid_file, "%s/init.pid", j->paths.run) < 0 ||
@@ -59,9 +61,10 @@ static int runtime_argv(Job *j, char ***ret_create) {
 }
 
 /* The child that becomes the runtime's create step: it waits until systemd has moved it into the scope.
- * Nothing but stdio (a stdin job's pipe or /dev/null, the output pipes) and the go pipe reaches it. */
+ * Nothing but stdio (a stdin job's pipe, the init's channel under runsc, or /dev/null; the output pipes),
+ * the go pipe and the init's channel as fd 3 (channel_fd >= 0, runc) reaches it. */
 static int fork_create(JobRuntime *rt, char **argv, const struct rlimit *limits, const int *resources,
-                       int stdin_fd, int *ret_go_fd) {
+                       int stdin_fd, int channel_fd, int *ret_go_fd) {
         _cleanup_close_ int go_read = -EBADF, go_write = -EBADF;
         int go[2], r;
 
@@ -70,7 +73,8 @@ static int fork_create(JobRuntime *rt, char **argv, const struct rlimit *limits,
         go_read = go[0];
         go_write = go[1];
         r = safe_fork_full("(pond-create)", (const int[3]) { stdin_fd, rt->out_pipe[1], rt->err_pipe[1] },
-                           &go_read, 1, FORK_EXEC_FLAGS | FORK_REARRANGE_STDIO, &rt->create);
+                           (const int[2]) { go_read, channel_fd }, channel_fd >= 0 ? 2 : 1,
+                           FORK_EXEC_FLAGS | FORK_REARRANGE_STDIO, &rt->create);
         if (r < 0)
                 return r;
         if (r == 0) {
@@ -78,6 +82,9 @@ static int fork_create(JobRuntime *rt, char **argv, const struct rlimit *limits,
 
                 if (read(go_read, &c, 1) != 1)
                         _exit(127); /* the supervisor gave up: never run outside the scope */
+                /* --preserve-fds 1: fd 3, open across the exec (dup2 clears close-on-exec) */
+                if (channel_fd >= 0 && (channel_fd == 3 ? fcntl(3, F_SETFD, 0) : dup2(channel_fd, 3)) < 0)
+                        _exit(127);
                 /* lowering needs no privilege; a limit that cannot be set is a job that does not run */
                 for (size_t i = 0; limits && i < OCI_JOB_RLIMITS; i++)
                         if (setrlimit(resources[i], &limits[i]) < 0)
@@ -352,16 +359,26 @@ int job_create_in_scope(Job *j) {
         if (r >= 0)
                 r = job_console_prepare(j, &stdin_fd);
         if (r >= 0)
+                r = job_init_prepare(j);
+        if (r >= 0)
                 r = runtime_argv(j, &create);
         if (r < 0)
                 return r;
         /* the job's rlimits, where config.json does not carry them (oci.h says why) */
         oci_job_rlimits(j->input.resolved, resources, limits);
         sd_notify(false, "STATUS=launching");
-        r = fork_create(&j->runtime, create, j->userns.on ? limits : NULL, resources, stdin_fd, &go);
+        if (j->console.init.on && j->input.provider->init_channel == RUNTIME_INIT_CHANNEL_STDIN) {
+                if (stdin_fd >= 0)
+                        return log_error_errno(EINVAL, "The init's channel cannot be its stdin: the payload's is.");
+                stdin_fd = j->console.init.child_fd;
+                j->console.init.child_fd = -EBADF;
+        }
+        r = fork_create(&j->runtime, create, j->userns.on ? limits : NULL, resources, stdin_fd,
+                        j->console.init.child_fd, &go);
         if (r < 0)
                 return log_error_errno(r, "Cannot fork the runtime: %m");
         stdin_fd = safe_close(stdin_fd); /* the payload's end: only the create step (and the container) hold it */
+        job_init_handed_over(j);
         r = start_scope(j);
         if (r < 0)
                 return r;

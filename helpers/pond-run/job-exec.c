@@ -1,18 +1,22 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* job-exec.c: `pondctl exec ID -- CMD` (docs/job-spec.md, "Interactive jobs"): CMD runs beside the job's
- * payload with the posture of the payload itself. The process file is the bundle's own process object with
- * its args replaced (the same user, capabilities, no_new_privs, cwd, env, rlimits; pond-init's Landlock
- * prefix kept where the job has one); the runtime's exec applies the container's seccomp filter, namespaces
- * and cgroup. The exec step is moved into the job's scope before it runs, as the create step is, so what it
- * uses counts against the job and dies with it. Audited at its start and end; its stdout, stderr and exit
- * status go back to the caller. Refused once the payload's init has exited, and where the backend's exec
- * would not apply the job's seccomp filter (runsc, confined profiles). */
+ * payload with the posture of the payload itself. Where the job's init serves execs (job-init.c: every
+ * confined job its backend passes a channel to), the init forks CMD: it inherits the init's user,
+ * capabilities, seccomp filter, Landlock, namespaces, cgroup and rlimits by construction, and the call
+ * takes the options of console.h's ConsoleExecRequest (cwd, env, stdin bytes, a timeout, an output cap).
+ * Elsewhere (profile none) the runtime's exec runs the bundle's own process object with its args replaced
+ * (the same user, capabilities, no_new_privs, cwd, env, rlimits), the exec step moved into the job's scope
+ * before it runs; a backend whose exec would not apply the job's seccomp filter is refused. Audited at its
+ * start and end (the caller's uid, argv, rc, duration); its stdout, stderr and exit status go back to the
+ * caller. Refused once the payload's init has exited. */
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "basic/fileio.h"
 #include "basic/log.h"
@@ -20,7 +24,7 @@
 #include "job.h"
 #include "oci/oci.h"
 
-/* Execs running at once in one job. */
+/* Runtime execs running at once in one job (each is a whole runtime process); through the init, INIT_SLOTS. */
 #define JOB_EXEC_MAX 4
 #define JOB_EXEC_CONFIG_MAX (4 * 1024 * 1024)
 
@@ -105,15 +109,24 @@ static void uncount(ConsoleConn *c) {
  * caller is slow: the supervisor never blocks on one), then the connection goes. */
 static void maybe_finish(ConsoleConn *c) {
         Job *j = c->job;
-        int32_t status = c->status;
+        struct { int32_t status; uint32_t flags; } x = { c->status, 0 };
 
         if (!c->exited || c->pipe[0] >= 0 || c->pipe[1] >= 0 || c->pending)
                 return;
         if (!c->exit_sent) {
-                audit_event(&j->audit, POND_EVENT_EXEC, status, "exec %u ended: rc %d", c->number, (int) status);
+                if (c->exit_flags & INIT_EXIT_TIMED_OUT)
+                        x.flags |= CONSOLE_EXIT_TIMED_OUT;
+                if (c->exit_flags & INIT_EXIT_TRUNCATED)
+                        x.flags |= CONSOLE_EXIT_TRUNCATED;
+                unsigned long long ms = (clock_usec(CLOCK_MONOTONIC) - c->started_usec) / 1000;
+
+                audit_event(&j->audit, POND_EVENT_EXEC, x.status, "exec %u ended: rc %d in %llu ms%s%s", c->number,
+                            (int) x.status, ms,
+                            x.flags & CONSOLE_EXIT_TIMED_OUT ? ", timed out" : "",
+                            x.flags & CONSOLE_EXIT_TRUNCATED ? ", output truncated" : "");
                 uncount(c);
                 c->exit_sent = true;
-                if (job_console_conn_send(c, CONSOLE_EXIT, &status, sizeof status) == -EAGAIN)
+                if (job_console_conn_send(c, CONSOLE_EXIT, &x, sizeof x) == -EAGAIN)
                         return;
         }
         job_console_conn_free(c);
@@ -147,6 +160,7 @@ static int on_output(sd_event_source *s, int fd, uint32_t revents, void *userdat
 }
 
 void job_exec_resume(ConsoleConn *c) {
+        job_init_exec_taken(c);
         for (int k = 0; k < 2; k++)
                 if (c->pipe_src[k])
                         (void) sd_event_source_set_enabled(c->pipe_src[k], SD_EVENT_ON);
@@ -211,6 +225,12 @@ static int runtime_job(Job *j, char **ret_log) {
 
 /* The release hook of an exec's connection (job_console_conn_free()). */
 static void exec_release(ConsoleConn *c) {
+        job_init_exec_abandon(c);
+        if (c->exec_req) {
+                console_exec_request_done(c->exec_req);
+                free(c->exec_req);
+                c->exec_req = NULL;
+        }
         c->child_src = sd_event_source_disable_unref(c->child_src);
         for (int i = 0; i < 2; i++) {
                 c->pipe_src[i] = sd_event_source_disable_unref(c->pipe_src[i]);
@@ -220,25 +240,29 @@ static void exec_release(ConsoleConn *c) {
         sigkill_wait(&c->pid); /* the job ended under it: its process in the scope went with the scope */
 }
 
-int job_exec_start(ConsoleConn *c, char **argv) {
+static int exec_runtime(ConsoleConn *c, const ConsoleExecRequest *req) {
         Job *j = c->job;
         JobConsole *con = &j->console;
         _cleanup_free_ char *file = NULL, *log_file = NULL;
         _cleanup_strv_free_ char **rt_argv = NULL;
         _cleanup_close_ int go = -EBADF;
+        char **argv = req->argv;
         char words[512];
         int r;
 
-        c->release = exec_release;
-        if (con->listen < 0 || j->outcome.ended_usec != 0 || j->runtime.init_pid <= 0)
-                return refuse(c, -ESRCH, "job %s is not running: exec refused", j->paths.id);
+        if (req->cwd || req->env || req->timeout_ms || req->output_max || req->want_stdin)
+                return refuse(c, -EOPNOTSUPP, "exec into job %s: cwd, env, stdin, timeout and output cap need the "
+                              "job's init, which this job does not have (profile %s, backend %s)", j->paths.id,
+                              j->input.resolved->profile, j->input.provider->name);
         if (!j->input.provider->exec_argv)
                 return refuse(c, -EOPNOTSUPP, "exec is not available with backend %s", j->input.provider->name);
         /* the same posture or none: an exec without the job's filter would be a way around it */
         if (j->input.resolved->confined && !j->input.provider->exec_keeps_seccomp)
                 return refuse(c, -EOPNOTSUPP, "exec into job %s refused: %s's exec would not apply the job's seccomp "
-                              "filter (gVisor installs it on the container's first process only)", j->paths.id,
-                              j->input.provider->name);
+                              "filter (gVisor installs it on the container's first process only), and the job's "
+                              "init serves no execs (%s passes it no channel beside a payload's %s)", j->paths.id,
+                              j->input.provider->name, j->input.provider->name,
+                              j->input.spec->tty ? "terminal" : "stdin");
         if (con->execs_running >= JOB_EXEC_MAX)
                 return refuse(c, -EBUSY, "job %s has %d execs running already", j->paths.id, JOB_EXEC_MAX);
         c->number = ++con->n_execs;
@@ -282,4 +306,92 @@ int job_exec_start(ConsoleConn *c, char **argv) {
         if (write(go, "g", 1) != 1)
                 log_warning_errno(errno, "Cannot let exec %u go: %m", c->number); /* it exits 127: reported */
         return 0;
+}
+
+/* Through the job's init: one frame to it; the output and the exit come back through job-init.c. */
+static int exec_init(ConsoleConn *c, const ConsoleExecRequest *req) {
+        Job *j = c->job;
+        JobConsole *con = &j->console;
+        char words[512];
+        int r;
+
+        if (con->execs_running >= INIT_SLOTS)
+                return refuse(c, -EBUSY, "job %s has %d execs running already, the most it runs at once",
+                              j->paths.id, INIT_SLOTS);
+        c->number = ++con->n_execs;
+        c->progress = maybe_finish;
+        r = job_init_exec(c, req);
+        if (r == -EBUSY)
+                return refuse(c, r, "job %s has %d execs running or ending already, the most it runs at once",
+                              j->paths.id, INIT_SLOTS);
+        if (r < 0)
+                return refuse(c, r, "exec into job %s: cannot send it to the job's init: %s", j->paths.id,
+                              strerror(-r));
+        audit_event(&j->audit, POND_EVENT_EXEC, AUDIT_NO_RC, "exec %u by uid %u through the job's init: %s",
+                    c->number, (unsigned) c->uid, argv_words(req->argv, words, sizeof words));
+        con->execs_running++;
+        c->counted = true;
+        return 0;
+}
+
+static int exec_start(ConsoleConn *c, const ConsoleExecRequest *req) {
+        Job *j = c->job;
+
+        c->started_usec = clock_usec(CLOCK_MONOTONIC);
+        if (j->console.listen < 0 || j->outcome.ended_usec != 0 || j->runtime.init_pid <= 0)
+                return refuse(c, -ESRCH, "job %s is not running: exec refused", j->paths.id);
+        if (job_init_serves(j))
+                return exec_init(c, req);
+        return exec_runtime(c, req);
+}
+
+int job_exec_request(ConsoleConn *c, const char *buf, size_t n) {
+        _cleanup_(console_exec_request_done) ConsoleExecRequest req = {};
+        const char *err = NULL;
+        int r;
+
+        c->release = exec_release;
+        if (buf[0] == CONSOLE_EXEC)
+                r = console_unpack_argv(buf + 1, n - 1, &req.argv);
+        else
+                r = console_unpack_exec(buf + 1, n - 1, &req, &err);
+        if (r < 0)
+                return refuse(c, r, "%s", err ?: "exec request: malformed command");
+        if (!req.want_stdin)
+                return exec_start(c, &req);
+        /* its stdin first, up to the caller's end of file */
+        c->exec_req = malloc(sizeof *c->exec_req);
+        if (!c->exec_req)
+                return refuse(c, -ENOMEM, "out of memory");
+        *c->exec_req = req;
+        req = (ConsoleExecRequest) {};
+        return 0;
+}
+
+int job_exec_input(ConsoleConn *c, const char *buf, size_t n) {
+        ConsoleExecRequest *req = c->exec_req;
+        char *p;
+        int r;
+
+        if (!req)
+                return 0; /* running: an exec takes no input */
+        if (buf[0] == CONSOLE_INPUT) {
+                if (req->stdin_len + n - 1 > INIT_STDIN_MAX)
+                        return refuse(c, -E2BIG, "exec into job %s: stdin beyond %d bytes", c->job->paths.id,
+                                      INIT_STDIN_MAX);
+                p = realloc(req->stdin_data, req->stdin_len + n - 1 ?: 1);
+                if (!p)
+                        return refuse(c, -ENOMEM, "out of memory");
+                memcpy(p + req->stdin_len, buf + 1, n - 1);
+                req->stdin_data = p;
+                req->stdin_len += n - 1;
+                return 0;
+        }
+        if (buf[0] != CONSOLE_EOF)
+                return 0;
+        c->exec_req = NULL;
+        r = exec_start(c, req);
+        console_exec_request_done(req);
+        free(req);
+        return r;
 }

@@ -91,6 +91,8 @@ static int on_init_exit(sd_event_source *s, const siginfo_t *si, void *userdata)
                 o->exit_status = si->si_status;
         else
                 o->exit_signal = si->si_status;
+        /* pond-init's last word: the payload's own status (a signal it cannot die of as PID 1) */
+        job_init_ended(l->job, o);
         l->init_exited = true;
         /* No new attach or exec into a job that has ended. */
         job_console_stop(l->job);
@@ -196,6 +198,8 @@ static int add_sources(Loop *l) {
                 if (r > 0)
                         l->open_streams++;
         }
+        if (r >= 0)
+                r = job_init_watch(j, e);
         if (r >= 0)
                 r = job_features_watch(j, e);
         if (r >= 0)

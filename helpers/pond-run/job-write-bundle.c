@@ -32,9 +32,35 @@ static int landlock_argv(const Job *j, char ***ret) {
         return landlock_init_argv(&j->input.landlock, &j->input.resolved->landlock, &lp, ret);
 }
 
+/* pond-init's whole command line: its channel (job-init.c) and the Landlock ruleset, each where the job
+ * has it, then "--". */
+static int init_argv(const Job *j, bool channel, char ***ret) {
+        _cleanup_strv_free_ char **l = NULL, **ll = NULL;
+        char fd[16];
+        int r;
+
+        r = strv_push(&l, strdup(LANDLOCK_INIT_PATH));
+        if (r >= 0 && channel) {
+                snprintf(fd, sizeof fd, "%d", job_init_channel_fd(j));
+                r = strv_push(&l, strdup("--channel"));
+                if (r >= 0)
+                        r = strv_push(&l, strdup(fd));
+        }
+        if (r >= 0 && j->input.landlock.abi > 0) {
+                r = landlock_argv(j, &ll);
+                for (size_t i = 1; r >= 0 && ll[i]; i++) /* its own argv[0] is pond-init's */
+                        r = strv_push(&l, strdup(ll[i]));
+        } else if (r >= 0)
+                r = strv_push(&l, strdup("--"));
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
 static int build_config(const Job *j, json_object **ret) {
         _cleanup_free_ char *cgpath = NULL, *init = NULL;
-        _cleanup_strv_free_ char **init_argv = NULL;
+        _cleanup_strv_free_ char **argv_init = NULL;
         const JobInput *in = &j->input;
         const JobStaging *s = &j->staging;
         OciPaths paths = {
@@ -62,15 +88,17 @@ static int build_config(const Job *j, json_object **ret) {
         if (asprintf(&cgpath, "%s/payload", j->paths.scope_cgroup) < 0)
                 return -ENOMEM;
         paths.cgroups_path = cgpath;
-        if (j->input.landlock.abi > 0) {
+        /* pond-init first: for the exec channel (every confined job its backend can pass one to) and for
+         * Landlock */
+        if (j->input.landlock.abi > 0 || job_init_wanted(j)) {
                 init = path_join(pond_dir(POND_DIR_LIBEXEC), "pond-init");
                 if (!init)
                         return -ENOMEM;
-                r = landlock_argv(j, &init_argv);
+                r = init_argv(j, job_init_wanted(j), &argv_init);
                 if (r < 0)
                         return r;
                 paths.init = init;
-                paths.init_argv = init_argv;
+                paths.init_argv = argv_init;
         }
         r = oci_config_build(in->resolved, in->spec, in->policy->seccomp, &paths, ret);
         if (r >= 0 && in->provider->adjust_config)

@@ -18,6 +18,7 @@
 #include "basic/process-util.h"
 #include "cgroup/cgroup-usage.h"
 #include "console/console.h"
+#include "console/init-proto.h"
 #include "hash/hash.h"
 #include "net/net.h"
 #include "policy/policy.h"
@@ -192,10 +193,33 @@ typedef struct ConsoleConn {
         bool exit_sent;                 /* exec: its end is audited and its status sent (or queued) */
         bool counted;                   /* exec: it counts in JobConsole.execs_running */
         int status;                     /* exec: its rc, or 128 + N for signal N */
+        uint32_t exit_flags;            /* exec through the init: INIT_EXIT_* (timed out, truncated) */
+        int init_slot;                  /* exec through the init: its slot on the channel, or -1 */
+        bool ack_owed;                  /* exec through the init: the caller has not taken the last chunk */
+        uint64_t started_usec;          /* exec: when it was asked for (its duration is audited) */
         unsigned number;
+        void (*progress)(struct ConsoleConn *c); /* exec through the init: it ended (job-exec.c) */
+        ConsoleExecRequest *exec_req;   /* exec: a request waiting for its stdin's end */
         void (*release)(struct ConsoleConn *c); /* exec: its process and pipes, released with the connection */
         struct ConsoleConn *next;
 } ConsoleConn;
+
+/* The channel to the job's init (job-init.c; console/init-proto.h): the supervisor's end of a socket pair
+ * whose other end the runtime passes into the container as pond-init's --channel. */
+typedef struct JobInitChannel {
+        bool on;                        /* the bundle starts pond-init with a channel */
+        int fd;                         /* the supervisor's end (non-blocking), -EBADF once closed */
+        int child_fd;                   /* the init's end, until the create step has it */
+        sd_event_source *src;
+        char *out;                      /* frames the init has not taken yet */
+        size_t out_len;
+        char *in;                       /* a frame being read: its header and at most INIT_CHUNK_MAX bytes */
+        size_t in_len;
+        ConsoleConn *conns[INIT_SLOTS]; /* whose exec each slot runs (NULL: its caller went away) */
+        bool busy[INIT_SLOTS];          /* until the slot's INIT_EXIT */
+        bool payload_seen;              /* INIT_PAYLOAD arrived: payload_status is the payload's wait status */
+        int payload_status;
+} JobInitChannel;
 
 /* The caller's input the payload has not read yet: beyond this the caller is not read from. */
 #define CONSOLE_INPUT_MAX (256 * 1024)
@@ -218,6 +242,7 @@ typedef struct JobConsole {
         char *in;                       /* the caller's input the tty or pipe has not taken yet */
         size_t in_len;
         unsigned n_execs, execs_running;
+        JobInitChannel init;            /* execs through the job's init (job-init.c) */
         void (*closed)(void *userdata); /* the master's end (the run loop counts it as a stream) */
         void *userdata;
 } JobConsole;
@@ -274,7 +299,8 @@ typedef struct Job {
 #define INPUT_HASH_NULL { .checkout_fd = -EBADF }
 #define JOB_RUNTIME_NULL { .create = PIDREF_NULL, .out_pipe = { -EBADF, -EBADF }, .err_pipe = { -EBADF, -EBADF }, \
                            .oom_fds = { -EBADF, -EBADF }, .oom_pin = PIDREF_NULL, .pin_report = -EBADF }
-#define JOB_CONSOLE_NULL { .runtime_listen = -EBADF, .master = -EBADF, .stdin_write = -EBADF, .listen = -EBADF }
+#define JOB_CONSOLE_NULL { .runtime_listen = -EBADF, .master = -EBADF, .stdin_write = -EBADF, .listen = -EBADF, \
+                           .init = { .fd = -EBADF, .child_fd = -EBADF } }
 #define JOB_OUTCOME_NULL { .exit_status = -1, .usage = CGROUP_USAGE_NULL }
 #define JOB_USERNS_NULL { .fd = -EBADF }
 #define JOB_RESULT_NULL { .results_fd = -EBADF, .staged_fd = -EBADF }
@@ -485,9 +511,36 @@ void job_console_conn_update(ConsoleConn *c);
  *    capabilities, no_new_privs, cwd, env; pond-init's Landlock where the job has it; seccomp, namespaces and
  *    cgroup from the container), the step itself moved into the job's scope, audited, its output and status
  *    returned to the caller. Refused once the init has exited. */
-int job_exec_start(ConsoleConn *c, char **argv);
+/* The connection's first packet (CONSOLE_EXEC or CONSOLE_EXEC_REQUEST), and what follows it (a request's
+ * stdin). < 0: c is to be freed (its caller was told why). */
+int job_exec_request(ConsoleConn *c, const char *buf, size_t n);
+int job_exec_input(ConsoleConn *c, const char *buf, size_t n);
 /* The exec's pipes may go on (the caller took the pending packet). */
 void job_exec_resume(ConsoleConn *c);
+
+/*    job-init.c: the channel to pond-init, which serves execs as the payload's sibling (console/init-proto.h;
+ *    docs/threat-model.md, "The job's init"). The bundle starts pond-init with a channel when the job is
+ *    confined and its backend can pass one (job_init_wanted()); the create step gets the init's end. */
+bool job_init_wanted(const Job *j);
+/* The channel's fd number inside the container (pond-init's --channel). */
+int job_init_channel_fd(const Job *j);
+int job_init_prepare(Job *j);
+/* The create step has the init's end: the supervisor's copy goes. */
+void job_init_handed_over(Job *j);
+int job_init_watch(Job *j, sd_event *e);
+/* The init can take an exec now (the channel is up). */
+bool job_init_serves(const Job *j);
+/* Sends c's exec (a free slot is the caller's to find: -EBUSY when none). */
+int job_init_exec(ConsoleConn *c, const ConsoleExecRequest *req);
+/* The caller took the last chunk: the init may send the next. */
+void job_init_exec_taken(ConsoleConn *c);
+/* c goes (its caller left, or the job ended): its command runs on, its output dropped, its slot freed at its
+ * INIT_EXIT. */
+void job_init_exec_abandon(ConsoleConn *c);
+/* The init has exited: what it still said is read; a payload killed by signal N (the init, PID 1 of the
+ * job, exits 128 + N: it cannot die of the payload's signal) is reported as that signal. */
+void job_init_ended(Job *j, JobOutcome *o);
+void job_init_done(JobInitChannel *ch);
 
 /* 6. job-start.c: once the sidecars are up, the container's init is let go. */
 int job_start(Job *j);

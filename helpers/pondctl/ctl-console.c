@@ -5,9 +5,11 @@
  * on every SIGWINCH; Ctrl-] detaches (the job runs on). A stdin job's output is its log, as for any job:
  * only stdin goes through the socket. */
 #include <fcntl.h>
+#include <errno.h>
 #include <getopt.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -17,6 +19,8 @@
 
 #include "basic/log.h"
 #include "basic/process-util.h"
+#include "basic/size.h"
+#include "basic/strv.h"
 #include "console/console.h"
 #include "ctl.h"
 
@@ -326,11 +330,20 @@ static int exec_relay(int sock, const char *id) {
                 case CONSOLE_STDERR:
                         (void) write_all_fd(STDERR_FILENO, buf + 1, (size_t) n - 1);
                         break;
-                case CONSOLE_EXIT:
-                        if (n - 1 != sizeof status)
+                case CONSOLE_EXIT: {
+                        uint32_t flags = 0;
+
+                        if (n - 1 != sizeof status && n - 1 != sizeof status + sizeof flags)
                                 return CTL_EXIT_FAILED;
                         memcpy(&status, buf + 1, sizeof status);
+                        if (n - 1 > (ssize_t) sizeof status)
+                                memcpy(&flags, buf + 1 + sizeof status, sizeof flags);
+                        if (flags & CONSOLE_EXIT_TIMED_OUT)
+                                log_error("pondctl: the exec timed out: its process group was killed.");
+                        if (flags & CONSOLE_EXIT_TRUNCATED)
+                                log_error("pondctl: the exec's output went beyond its cap: the rest was dropped.");
                         return status & 0xff;
+                }
                 case CONSOLE_ERROR:
                         buf[n] = 0;
                         return ctl_fail_untrusted(CTL_EXIT_REFUSED, "Exec refused: %s", buf + 1);
@@ -340,25 +353,108 @@ static int exec_relay(int sock, const char *id) {
         }
 }
 
+#define EXEC_USAGE "Usage: pondctl exec [--cwd DIR] [--env NAME=VALUE]... [--timeout SECONDS] " \
+        "[--max-output BYTES] [-i] ID -- CMD [ARGS...]"
+
+/* The exec's options (before ID) into req, and the index of ID: 0, or the verb's exit status having said
+ * why not. */
+static int exec_options(int argc, char *argv[], ConsoleExecRequest *req, int *ret_at) {
+        static const struct option options[] = {
+                { "cwd", required_argument, NULL, 'C' },
+                { "env", required_argument, NULL, 'e' },
+                { "timeout", required_argument, NULL, 'T' },
+                { "max-output", required_argument, NULL, 'M' },
+                { "stdin", no_argument, NULL, 'i' },
+                {}
+        };
+        double secs;
+        char *end;
+        int c;
+
+        optind = 0; /* full re-initialization: verbs parse their own options */
+        while ((c = getopt_long(argc, argv, "+i", options, NULL)) >= 0)
+                switch (c) {
+                case 'C':
+                        free(req->cwd);
+                        req->cwd = strdup(optarg);
+                        if (!req->cwd || optarg[0] != '/')
+                                return ctl_fail(CTL_EXIT_USAGE, "Invalid --cwd '%s': an absolute path.", optarg);
+                        break;
+                case 'e':
+                        if (!strchr(optarg, '=') || strv_push(&req->env, strdup(optarg)) < 0)
+                                return ctl_fail(CTL_EXIT_USAGE, "Invalid --env '%s': NAME=VALUE.", optarg);
+                        break;
+                case 'T':
+                        errno = 0;
+                        secs = strtod(optarg, &end);
+                        if (errno || *end || !(secs > 0) || secs * 1000 > CONSOLE_EXEC_TIMEOUT_MS_MAX)
+                                return ctl_fail(CTL_EXIT_USAGE, "Invalid --timeout '%s': seconds, above 0, at most "
+                                                "7 days.", optarg);
+                        req->timeout_ms = (uint32_t) (secs * 1000) ?: 1;
+                        break;
+                case 'M':
+                        if (parse_size(optarg, &req->output_max) < 0 || req->output_max == 0 ||
+                            req->output_max > CONSOLE_EXEC_OUTPUT_MAX)
+                                return ctl_fail(CTL_EXIT_USAGE, "Invalid --max-output '%s': bytes (K, M, G), 1 to "
+                                                "1G.", optarg);
+                        break;
+                case 'i':
+                        req->want_stdin = true;
+                        break;
+                default:
+                        return ctl_fail(CTL_EXIT_USAGE, EXEC_USAGE);
+                }
+        /* ID -- CMD...: the "--" is required (CMD may have options of its own) */
+        if (argc - optind < 3 || !streq(argv[optind + 1], "--"))
+                return ctl_fail(CTL_EXIT_USAGE, EXEC_USAGE);
+        *ret_at = optind;
+        return 0;
+}
+
+/* -i: stdin to its end, as CONSOLE_INPUT packets, then CONSOLE_EOF. */
+static int exec_send_stdin(int sock) {
+        char buf[CONSOLE_DATA_MAX];
+
+        for (;;) {
+                ssize_t n = read(STDIN_FILENO, buf, sizeof buf);
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                if (n == 0)
+                        return console_send(sock, CONSOLE_EOF, NULL, 0, false);
+                n = console_send(sock, CONSOLE_INPUT, buf, (size_t) n, false);
+                if (n < 0)
+                        return (int) n;
+        }
+}
+
 int ctl_verb_exec(int argc, char *argv[]) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(job_paths_done) JobPaths paths = {};
         _cleanup_free_ char *packed = NULL, *state = NULL;
+        _cleanup_(console_exec_request_done) ConsoleExecRequest req = {};
         _cleanup_close_ int sock = -EBADF;
+        bool plain;
         const char *id;
         size_t len;
-        int r;
+        int r, at;
 
-        /* pondctl exec ID -- CMD...: the "--" is required (CMD may have options of its own) */
-        if (argc < 4 || !streq(argv[2], "--"))
-                return ctl_fail(CTL_EXIT_USAGE, "Usage: pondctl exec ID -- CMD [ARGS...]");
-        if (ctl_job_id_arg(2, argv, 1, &id) < 0)
+        r = exec_options(argc, argv, &req, &at);
+        if (r != 0)
+                return r;
+        if (ctl_job_id_arg(at + 1, argv, at, &id) < 0)
                 return CTL_EXIT_USAGE;
+        plain = !req.cwd && !req.env && !req.timeout_ms && !req.output_max && !req.want_stdin;
         if (job_paths_init(&paths, id) < 0)
                 return ctl_fail(CTL_EXIT_FAILED, "Out of memory.");
         if (!ctl_job_known(&paths, id))
                 return ctl_fail(CTL_EXIT_NOT_FOUND, "No job %s.", id);
-        r = console_pack_argv(argv + 3, &packed, &len);
+        /* a plain exec asks as pondctl always did: the runtime's exec (profile none) takes only that */
+        req.argv = argv + at + 2; /* argv's, not req's: borrowed for the packing only */
+        r = plain ? console_pack_argv(req.argv, &packed, &len) : console_pack_exec(&req, &packed, &len);
+        req.argv = NULL;
         if (r < 0)
                 return ctl_fail_errno(CTL_EXIT_USAGE, r, "The command is too long or empty: %m");
         r = console_connect(paths.console, &sock);
@@ -369,9 +465,11 @@ int ctl_verb_exec(int argc, char *argv[]) {
         }
         if (r < 0)
                 return ctl_fail_errno(CTL_EXIT_ERROR, r, "Cannot connect to the console of job %s: %m", id);
-        r = console_send(sock, CONSOLE_EXEC, packed, len, false);
+        (void) signal(SIGPIPE, SIG_IGN);
+        r = console_send(sock, plain ? CONSOLE_EXEC : CONSOLE_EXEC_REQUEST, packed, len, false);
+        if (r >= 0 && req.want_stdin)
+                r = exec_send_stdin(sock);
         if (r < 0)
                 return ctl_fail_errno(CTL_EXIT_ERROR, r, "Cannot ask job %s for the exec: %m", id);
-        (void) signal(SIGPIPE, SIG_IGN);
         return exec_relay(sock, id);
 }

@@ -145,7 +145,9 @@ static int parse_argv(char **argv, Ruleset *rs, const char **err) {
 
 TEST(ruleset_parse_refusals) {
         static const char *const cases[][10] = {
-                { "pond-init", "--", "sh", NULL },                          /* no --abi */
+                { "pond-init", "--rw", "/tmp", "--", "sh", NULL },          /* rules without --abi */
+                { "pond-init", "--channel", "x", "--", "sh", NULL },
+                { "pond-init", "--channel", "3", "--channel", "4", "--", "sh", NULL },
                 { "pond-init", "--abi", "8", "--", "sh", NULL },            /* newer than pond-init */
                 { "pond-init", "--abi", "0", "--", "sh", NULL },
                 { "pond-init", "--abi", "7", "--rw", "tmp", "--", "sh", NULL },
@@ -166,6 +168,25 @@ TEST(ruleset_parse_refusals) {
                 EXPECT_TRUE(err != NULL);
                 printf("# case %zu: %s\n", i, err ?: "(none)");
         }
+}
+
+/* The exec channel without Landlock (runsc, or a profile without it): no rules, no ABI. */
+TEST(ruleset_parse_channel) {
+        static const char *const plain[] = { "pond-init", "--channel", "0", "--", "sh", NULL };
+        static const char *const both[] = { "pond-init", "--channel", "3", "--abi", "4", "--rw", "/tmp", "--", "sh",
+                                            NULL };
+        const char *err = NULL;
+        Ruleset rs;
+
+        ASSERT_OK(parse_argv((char **) plain, &rs, &err));
+        EXPECT_EQ(0, rs.channel);
+        EXPECT_EQ(0U, rs.abi);
+        EXPECT_EQ(0U, rs.n_rules);
+        EXPECT_STREQ("sh", rs.argv[0]);
+        ASSERT_OK(parse_argv((char **) both, &rs, &err));
+        EXPECT_EQ(3, rs.channel);
+        EXPECT_EQ(4U, rs.abi);
+        EXPECT_TRUE(rs.n_rules == 1);
 }
 
 static bool has_rule(const Ruleset *rs, RuleKind kind, const char *path) {

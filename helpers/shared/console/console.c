@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* console.c: the console socket's packets, its listening and connecting ends, and the SCM_RIGHTS fd a
  * runtime's --console-socket hands over (console.h). */
+#include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -179,5 +182,127 @@ int console_unpack_argv(const char *buf, size_t len, char ***ret) {
                         return -ENOMEM;
         }
         *ret = TAKE_PTR(l);
+        return 0;
+}
+
+void console_exec_request_done(ConsoleExecRequest *r) {
+        strv_free(r->argv);
+        free(r->cwd);
+        strv_free(r->env);
+        free(r->stdin_data);
+        *r = (ConsoleExecRequest) {};
+}
+
+static int push_opt(char ***l, const char *fmt, ...) _printf_(2, 3);
+static int push_opt(char ***l, const char *fmt, ...) {
+        char *s = NULL;
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = vasprintf(&s, fmt, ap);
+        va_end(ap);
+        return r < 0 ? -ENOMEM : strv_push(l, s);
+}
+
+int console_pack_exec(const ConsoleExecRequest *r, char **ret, size_t *ret_len) {
+        _cleanup_strv_free_ char **l = NULL;
+        int k = 0;
+
+        if (r->cwd)
+                k = push_opt(&l, "cwd=%s", r->cwd);
+        for (char **e = r->env; k >= 0 && e && *e; e++)
+                k = push_opt(&l, "env=%s", *e);
+        if (k >= 0 && r->timeout_ms)
+                k = push_opt(&l, "timeout_ms=%" PRIu32, r->timeout_ms);
+        if (k >= 0 && r->output_max)
+                k = push_opt(&l, "output_max=%" PRIu64, r->output_max);
+        if (k >= 0 && r->want_stdin)
+                k = push_opt(&l, "stdin");
+        if (k >= 0)
+                k = push_opt(&l, "--");
+        for (char **a = r->argv; k >= 0 && a && *a; a++)
+                k = strv_push(&l, strdup(*a));
+        if (k < 0)
+                return k;
+        if (strv_length(r->argv) == 0 || strv_length(r->argv) > CONSOLE_EXEC_ARGS_MAX)
+                return -E2BIG;
+        return console_pack_argv(l, ret, ret_len);
+}
+
+static bool startswith(const char *s, const char *prefix) {
+        return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+static bool env_name_ok(const char *e) {
+        const char *eq = strchr(e, '=');
+
+        if (!eq || eq == e)
+                return false;
+        for (const char *c = e; c < eq; c++)
+                if (!((*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') || *c == '_' ||
+                      (c > e && *c >= '0' && *c <= '9')))
+                        return false;
+        return true;
+}
+
+static int parse_u64(const char *s, uint64_t max, uint64_t *ret) {
+        char *end;
+        unsigned long long v;
+
+        if (*s < '0' || *s > '9')
+                return -EBADMSG;
+        errno = 0;
+        v = strtoull(s, &end, 10);
+        if (errno || *end || v > max)
+                return -EBADMSG;
+        *ret = v;
+        return 0;
+}
+
+int console_unpack_exec(const char *buf, size_t len, ConsoleExecRequest *ret, const char **ret_error) {
+        _cleanup_strv_free_ char **all = NULL;
+        ConsoleExecRequest r = {};
+        size_t i;
+        uint64_t v;
+        int k;
+
+        k = console_unpack_argv(buf, len, &all);
+        if (k < 0)
+                return *ret_error = "exec request: malformed", k;
+        for (i = 0; all[i] && !streq(all[i], "--"); i++) {
+                const char *o = all[i];
+
+                if (startswith(o, "cwd=") && !r.cwd && o[4] == '/' && strlen(o + 4) < 4096)
+                        k = (r.cwd = strdup(o + 4)) ? 0 : -ENOMEM;
+                else if (startswith(o, "env=") && env_name_ok(o + 4))
+                        k = strv_length(r.env) >= CONSOLE_EXEC_ENV_MAX ? -E2BIG : strv_push(&r.env, strdup(o + 4));
+                else if (startswith(o, "timeout_ms=") && parse_u64(o + 11, CONSOLE_EXEC_TIMEOUT_MS_MAX, &v) >= 0 &&
+                         v > 0)
+                        r.timeout_ms = (uint32_t) v, k = 0;
+                else if (startswith(o, "output_max=") && parse_u64(o + 11, CONSOLE_EXEC_OUTPUT_MAX, &v) >= 0 &&
+                         v > 0)
+                        r.output_max = v, k = 0;
+                else if (streq(o, "stdin"))
+                        r.want_stdin = true, k = 0;
+                else
+                        k = -EBADMSG;
+                if (k < 0) {
+                        console_exec_request_done(&r);
+                        return *ret_error = k == -E2BIG ? "exec request: too many env entries" :
+                                            "exec request: an option is malformed or out of bounds (cwd absolute, "
+                                            "env NAME=VALUE, timeout_ms and output_max positive)", k;
+                }
+        }
+        if (!all[i] || !all[i + 1] || !*all[i + 1]) {
+                console_exec_request_done(&r);
+                return *ret_error = "exec request: no command", -EBADMSG;
+        }
+        for (char **a = all + i + 1; *a; a++)
+                if (strv_push(&r.argv, strdup(*a)) < 0) {
+                        console_exec_request_done(&r);
+                        return -ENOMEM;
+                }
+        *ret = r;
         return 0;
 }

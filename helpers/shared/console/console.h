@@ -23,6 +23,8 @@ typedef enum ConsoleMessage {
         /* caller -> supervisor */
         CONSOLE_ATTACH = 'A',   /* first packet: attach to the job's tty or stdin; no payload */
         CONSOLE_EXEC = 'X',     /* first packet: run argv (NUL-terminated strings) beside the payload */
+        CONSOLE_EXEC_REQUEST = 'Y', /* first packet: an exec with options (console_pack_exec()); with "stdin",
+                                 * CONSOLE_INPUT packets and CONSOLE_EOF follow before it runs */
         CONSOLE_INPUT = 'D',    /* bytes for the tty or stdin */
         CONSOLE_WINSIZE = 'W',  /* ConsoleWinsize: the caller's terminal size (TIOCSWINSZ on the master) */
         CONSOLE_EOF = 'E',      /* the caller's stdin ended: a stdin job's pipe is closed */
@@ -31,9 +33,35 @@ typedef enum ConsoleMessage {
         CONSOLE_MODE = 'M',     /* the answer to ATTACH: 't' (tty: output follows here) or 'i' (stdin only) */
         CONSOLE_STDOUT = 'O',   /* a tty's output, an exec's stdout */
         CONSOLE_STDERR = 'R',   /* an exec's stderr */
-        CONSOLE_EXIT = 'Q',     /* an exec's end: int32 status (its rc; 128 + N for signal N) */
+        CONSOLE_EXIT = 'Q',     /* an exec's end: int32 status (its rc; 128 + N for signal N), then uint32
+                                 * CONSOLE_EXIT_* flags (absent: none) */
         CONSOLE_ERROR = 'N',    /* a refusal, in words; the connection is closed after it */
 } ConsoleMessage;
+
+#define CONSOLE_EXIT_TIMED_OUT (1u << 0)   /* its timeout killed its process group */
+#define CONSOLE_EXIT_TRUNCATED (1u << 1)   /* output beyond its cap was dropped */
+
+/* One exec's options, as CONSOLE_EXEC_REQUEST carries them: "cwd=DIR", "env=NAME=VALUE" (repeated),
+ * "timeout_ms=N", "output_max=N", "stdin", then "--" and argv. */
+#define CONSOLE_EXEC_ENV_MAX 64
+#define CONSOLE_EXEC_TIMEOUT_MS_MAX (7U * 24 * 3600 * 1000)
+#define CONSOLE_EXEC_OUTPUT_MAX (1ULL << 30)
+typedef struct ConsoleExecRequest {
+        char **argv;
+        char *cwd;              /* absolute, or NULL: the payload's */
+        char **env;             /* NAME=VALUE each, added to the payload's environment */
+        uint32_t timeout_ms;    /* 0: none */
+        uint64_t output_max;    /* stdout + stderr bytes returned at most; 0: the supervisor's default */
+        bool want_stdin;        /* stdin bytes follow the request (CONSOLE_INPUT, then CONSOLE_EOF) */
+        char *stdin_data;       /* the supervisor's: what arrived */
+        size_t stdin_len;
+} ConsoleExecRequest;
+
+void console_exec_request_done(ConsoleExecRequest *r);
+int console_pack_exec(const ConsoleExecRequest *r, char **ret, size_t *ret_len);
+/* Every field checked (a NAME=VALUE with a name of [A-Za-z_][A-Za-z0-9_]*, an absolute cwd, the bounds
+ * above); -EBADMSG or -E2BIG with *ret_error (static text) naming the field. */
+int console_unpack_exec(const char *buf, size_t len, ConsoleExecRequest *ret, const char **ret_error);
 
 typedef struct ConsoleWinsize {
         uint16_t rows, cols;

@@ -2,6 +2,7 @@
 /* runc.c: the runc provider. create/start (not run) so that the container's init is re-parented to
  * the supervisor (a child subreaper): its exact exit status is waited for directly, and the container's
  * cgroup survives until delete, so its OOM counters can still be read. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "basic/macro.h"
@@ -31,13 +32,24 @@ static int runc_check(char **ret_reason) {
         return r;
 }
 
+static int push2(char ***l, const char *a, const char *b) {
+        int r = strv_push(l, strdup(a));
+
+        return r < 0 ? r : strv_push(l, strdup(b));
+}
+
 static int runc_create_argv(const RuntimeJob *j, char ***ret) {
-        if (j->console_socket)
-                return strv_build(ret, POND_RUNC, "--root", j->state_root, "--log", j->log_file, "create",
-                                  "--bundle", j->bundle, "--pid-file", j->pid_file, "--console-socket",
-                                  j->console_socket, j->container_id, NULL);
-        return strv_build(ret, POND_RUNC, "--root", j->state_root, "--log", j->log_file, "create",
-                          "--bundle", j->bundle, "--pid-file", j->pid_file, j->container_id, NULL);
+        int r = strv_build(ret, POND_RUNC, "--root", j->state_root, "--log", j->log_file, "create", "--bundle",
+                           j->bundle, "--pid-file", j->pid_file, NULL);
+
+        if (r >= 0 && j->console_socket)
+                r = push2(ret, "--console-socket", j->console_socket);
+        /* fd 3: the init's channel (pond-init --channel 3) */
+        if (r >= 0 && j->init_channel)
+                r = push2(ret, "--preserve-fds", "1");
+        if (r >= 0)
+                r = strv_push(ret, strdup(j->container_id));
+        return r;
 }
 
 /* runc applies the container's seccomp filter, cgroups and namespaces to an exec; the process file says
@@ -66,6 +78,7 @@ const RuntimeProvider runtime_runc = {
         .delete_argv = runc_delete_argv,
         .exec_argv = runc_exec_argv,
         .exec_keeps_seccomp = true,
+        .init_channel = RUNTIME_INIT_CHANNEL_FD,
         .payload_cgroup_may_exist = true,
         .has_state = runtime_state_dir_exists,
         .console_socket = true,

@@ -25,7 +25,16 @@ typedef struct RuntimeJob {
         bool host_network;        /* profile none: the host's network */
         const char *netns;        /* a network namespace prepared by the supervisor, or NULL: none at all */
         const char *console_socket; /* a tty job (process.terminal): where create hands over the pty master */
+        bool init_channel;        /* the create step's fd 3 goes to the container's init (RUNTIME_INIT_CHANNEL_FD) */
 } RuntimeJob;
+
+/* How the runtime passes the job's init its channel to the supervisor (pond-run's job-init.c). */
+typedef enum RuntimeInitChannel {
+        RUNTIME_INIT_CHANNEL_NONE,      /* it cannot: execs go through the runtime's own exec, if any */
+        RUNTIME_INIT_CHANNEL_FD,        /* an extra fd of the create step, as fd 3 (runc's --preserve-fds) */
+        RUNTIME_INIT_CHANNEL_STDIN,     /* only stdio reach the init (runsc): the channel is its stdin, so not
+                                         * for a job whose payload needs stdin or a terminal */
+} RuntimeInitChannel;
 
 /* What a provider's trivial container showed (pondctl probe). */
 typedef struct RuntimeProbe {
@@ -62,6 +71,8 @@ typedef struct RuntimeProvider {
         /* Its exec applies the container's seccomp filter to the new process (runc does; runsc installs the
          * OCI filter on the container's first process only, so a confined job's exec is refused there). */
         bool exec_keeps_seccomp;
+        /* How the job's init gets its exec channel. */
+        RuntimeInitChannel init_channel;
         /* Its create step takes a payload cgroup (config.json's cgroupsPath) that already exists and applies
          * the job's limits to it all the same (runc). runsc takes one as its caller's and leaves it as it is:
          * only where this is set may pond make the payload's cgroups before the create step does. */
