@@ -9,6 +9,7 @@
  * before it runs; a backend whose exec would not apply the job's seccomp filter is refused. Audited at its
  * start and end (the caller's uid, argv, rc, duration); its stdout, stderr and exit status go back to the
  * caller. Refused once the payload's init has exited. */
+#include <assert.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -24,8 +25,8 @@
 #include "job.h"
 #include "oci/oci.h"
 
-/* Runtime execs running at once in one job (each is a whole runtime process); through the init, INIT_SLOTS. */
-#define JOB_EXEC_MAX 4
+/* The knob exec_concurrency bounds the execs of one job at once, through the init or the runtime. */
+static_assert(POLICY_EXEC_CONCURRENCY_MAX <= INIT_SLOTS, "the init serves every exec the policy allows");
 #define JOB_EXEC_CONFIG_MAX (4 * 1024 * 1024)
 
 static int refuse(ConsoleConn *c, int r, const char *fmt, ...) _printf_(3, 4);
@@ -263,8 +264,9 @@ static int exec_runtime(ConsoleConn *c, const ConsoleExecRequest *req) {
                               "init serves no execs (%s passes it no channel beside a payload's %s)", j->paths.id,
                               j->input.provider->name, j->input.provider->name,
                               j->input.spec->tty ? "terminal" : "stdin");
-        if (con->execs_running >= JOB_EXEC_MAX)
-                return refuse(c, -EBUSY, "job %s has %d execs running already", j->paths.id, JOB_EXEC_MAX);
+        if (con->execs_running >= j->input.resolved->exec_concurrency)
+                return refuse(c, -EBUSY, "job %s has %u execs running already, its exec_concurrency",
+                              j->paths.id, con->execs_running);
         c->number = ++con->n_execs;
         r = process_file(j, argv, c->number, &file);
         if (r >= 0)
@@ -315,14 +317,14 @@ static int exec_init(ConsoleConn *c, const ConsoleExecRequest *req) {
         char words[512];
         int r;
 
-        if (con->execs_running >= INIT_SLOTS)
-                return refuse(c, -EBUSY, "job %s has %d execs running already, the most it runs at once",
-                              j->paths.id, INIT_SLOTS);
+        if (con->execs_running >= j->input.resolved->exec_concurrency)
+                return refuse(c, -EBUSY, "job %s has %u execs running already, its exec_concurrency",
+                              j->paths.id, con->execs_running);
         c->number = ++con->n_execs;
         c->progress = maybe_finish;
         r = job_init_exec(c, req);
         if (r == -EBUSY)
-                return refuse(c, r, "job %s has %d execs running or ending already, the most it runs at once",
+                return refuse(c, r, "job %s has %d execs running or ending already, the most its init serves",
                               j->paths.id, INIT_SLOTS);
         if (r < 0)
                 return refuse(c, r, "exec into job %s: cannot send it to the job's init: %s", j->paths.id,

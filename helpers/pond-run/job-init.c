@@ -340,6 +340,24 @@ void job_init_ended(Job *j, JobOutcome *o) {
         }
 }
 
+/* After the run loop judged the runtime (job_runtime_check()): an init that served a channel always reports
+ * the payload's end before it exits, so one that did not, where pond stopped nothing and the runtime did not
+ * fail, was killed, and where the backend lets the job kill its own init that was the job itself. The job
+ * fails with that reason; no exit code is made up (the init's status is not the payload's). */
+void job_init_lost(Job *j) {
+        const JobInitChannel *ch = &j->console.init;
+        JobOutcome *o = &j->outcome;
+
+        if (!ch->on || ch->payload_seen || !j->input.provider->init_killable_inside || o->oom_killed ||
+            o->timed_out || o->cancelled || o->failed)
+                return;
+        o->exit_status = -1;
+        o->exit_signal = 0;
+        job_end(j, JOB_END_FAILED, 0, "the job's init was killed from inside the job, before the payload ended: "
+                "the job's processes ended with it (no exec runs without the init)");
+        audit_event(&j->audit, POND_EVENT_KILLED, AUDIT_NO_RC, "the job's init was killed from inside the job");
+}
+
 void job_init_done(JobInitChannel *ch) {
         ch->src = sd_event_source_disable_unref(ch->src);
         safe_close(ch->fd);

@@ -101,6 +101,7 @@ static int on_init_exit(sd_event_source *s, const siginfo_t *si, void *userdata)
         job_usage_read(l->job);
         /* Before pond's own kill: whatever of the runtime is dead now was killed by someone else. */
         job_runtime_check(l->job, si);
+        job_init_lost(l->job);
         /* Whatever the init left behind in the scope (a daemonized grandchild holding the pipes) goes too. */
         job_kill_payload(l->job);
         maybe_exit(l);

@@ -540,6 +540,7 @@ void job_init_exec_abandon(ConsoleConn *c);
 /* The init has exited: what it still said is read; a payload killed by signal N (the init, PID 1 of the
  * job, exits 128 + N: it cannot die of the payload's signal) is reported as that signal. */
 void job_init_ended(Job *j, JobOutcome *o);
+void job_init_lost(Job *j);
 void job_init_done(JobInitChannel *ch);
 
 /* 6. job-start.c: once the sidecars are up, the container's init is let go. */

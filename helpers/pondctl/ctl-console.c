@@ -20,6 +20,7 @@
 #include "basic/log.h"
 #include "basic/process-util.h"
 #include "basic/size.h"
+#include "basic/string-util.h"
 #include "basic/strv.h"
 #include "console/console.h"
 #include "ctl.h"
@@ -311,8 +312,16 @@ static const char *state_of(const JobPaths *paths, const char *id, sd_bus *bus, 
         return *buf ?: "unknown";
 }
 
-/* The exec's output as it comes, then its status: the verb's exit status. */
-static int exec_relay(int sock, const char *id) {
+/* The exec's end without a status: said, in the JSON object too with --json. */
+static int exec_lost(CtlExecCapture *cap, const char *id, char **argv, int status, bool refused, const char *reason) {
+        if (cap->on)
+                (void) ctl_exec_json_print(cap, id, argv, &(CtlExecEnd) { .reason = reason, .refused = refused });
+        return refused ? ctl_fail_untrusted(status, "Exec refused: %s", reason)
+                       : ctl_fail(status, "Job %s %s.", id, reason);
+}
+
+/* The exec's output as it comes (kept instead with --json), then its status: the verb's exit status. */
+static int exec_relay(int sock, const char *id, char **argv, CtlExecCapture *cap) {
         char buf[CONSOLE_PACKET_MAX + 1]; /* + 1: room for a NUL after the longest packet */
 
         for (;;) {
@@ -322,14 +331,18 @@ static int exec_relay(int sock, const char *id) {
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n <= 0)
-                        return ctl_fail(CTL_EXIT_FAILED, "Job %s ended during the exec: no exit status.", id);
+                        return exec_lost(cap, id, argv, CTL_EXIT_FAILED, false, "ended during the exec: no exit status");
                 switch (buf[0]) {
                 case CONSOLE_STDOUT:
-                        (void) write_all_fd(STDOUT_FILENO, buf + 1, (size_t) n - 1);
+                case CONSOLE_STDERR: {
+                        int stream = buf[0] == CONSOLE_STDOUT ? 0 : 1;
+
+                        if (!cap->on)
+                                (void) write_all_fd(stream == 0 ? STDOUT_FILENO : STDERR_FILENO, buf + 1, (size_t) n - 1);
+                        else if (ctl_exec_capture_add(cap, stream, buf + 1, (size_t) n - 1) < 0)
+                                return ctl_fail(CTL_EXIT_ERROR, "Out of memory for the exec's output.");
                         break;
-                case CONSOLE_STDERR:
-                        (void) write_all_fd(STDERR_FILENO, buf + 1, (size_t) n - 1);
-                        break;
+                }
                 case CONSOLE_EXIT: {
                         uint32_t flags = 0;
 
@@ -338,6 +351,12 @@ static int exec_relay(int sock, const char *id) {
                         memcpy(&status, buf + 1, sizeof status);
                         if (n - 1 > (ssize_t) sizeof status)
                                 memcpy(&flags, buf + 1 + sizeof status, sizeof flags);
+                        if (cap->on) {
+                                if (ctl_exec_json_print(cap, id, argv, &(CtlExecEnd) { .status = status,
+                                                                                       .flags = flags }) < 0)
+                                        return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
+                                return status & 0xff;
+                        }
                         if (flags & CONSOLE_EXIT_TIMED_OUT)
                                 log_error("pondctl: the exec timed out: its process group was killed.");
                         if (flags & CONSOLE_EXIT_TRUNCATED)
@@ -346,7 +365,7 @@ static int exec_relay(int sock, const char *id) {
                 }
                 case CONSOLE_ERROR:
                         buf[n] = 0;
-                        return ctl_fail_untrusted(CTL_EXIT_REFUSED, "Exec refused: %s", buf + 1);
+                        return exec_lost(cap, id, argv, CTL_EXIT_REFUSED, true, buf + 1);
                 default:
                         break;
                 }
@@ -354,17 +373,18 @@ static int exec_relay(int sock, const char *id) {
 }
 
 #define EXEC_USAGE "Usage: pondctl exec [--cwd DIR] [--env NAME=VALUE]... [--timeout SECONDS] " \
-        "[--max-output BYTES] [-i] ID -- CMD [ARGS...]"
+        "[--max-output BYTES] [-i] [--json] ID -- CMD [ARGS...]"
 
 /* The exec's options (before ID) into req, and the index of ID: 0, or the verb's exit status having said
  * why not. */
-static int exec_options(int argc, char *argv[], ConsoleExecRequest *req, int *ret_at) {
+static int exec_options(int argc, char *argv[], ConsoleExecRequest *req, CtlExecCapture *cap, int *ret_at) {
         static const struct option options[] = {
                 { "cwd", required_argument, NULL, 'C' },
                 { "env", required_argument, NULL, 'e' },
                 { "timeout", required_argument, NULL, 'T' },
                 { "max-output", required_argument, NULL, 'M' },
                 { "stdin", no_argument, NULL, 'i' },
+                { "json", no_argument, NULL, 'j' },
                 {}
         };
         double secs;
@@ -401,6 +421,9 @@ static int exec_options(int argc, char *argv[], ConsoleExecRequest *req, int *re
                 case 'i':
                         req->want_stdin = true;
                         break;
+                case 'j':
+                        cap->on = true;
+                        break;
                 default:
                         return ctl_fail(CTL_EXIT_USAGE, EXEC_USAGE);
                 }
@@ -435,13 +458,14 @@ int ctl_verb_exec(int argc, char *argv[]) {
         _cleanup_(job_paths_done) JobPaths paths = {};
         _cleanup_free_ char *packed = NULL, *state = NULL;
         _cleanup_(console_exec_request_done) ConsoleExecRequest req = {};
+        _cleanup_(ctl_exec_capture_done) CtlExecCapture cap = { .started_usec = clock_usec(CLOCK_MONOTONIC) };
         _cleanup_close_ int sock = -EBADF;
         bool plain;
         const char *id;
         size_t len;
         int r, at;
 
-        r = exec_options(argc, argv, &req, &at);
+        r = exec_options(argc, argv, &req, &cap, &at);
         if (r != 0)
                 return r;
         if (ctl_job_id_arg(at + 1, argv, at, &id) < 0)
@@ -459,9 +483,11 @@ int ctl_verb_exec(int argc, char *argv[]) {
                 return ctl_fail_errno(CTL_EXIT_USAGE, r, "The command is too long or empty: %m");
         r = console_connect(paths.console, &sock);
         if (r == -ENOENT || r == -ECONNREFUSED) {
+                _cleanup_free_ char *why = NULL;
+
                 (void) ctl_bus_open(&bus);
-                return ctl_fail(CTL_EXIT_REFUSED, "Job %s is not running (%s): exec refused.", id,
-                                state_of(&paths, id, bus, &state));
+                why = strdupf("job %s is not running (%s)", id, state_of(&paths, id, bus, &state));
+                return exec_lost(&cap, id, argv + at + 2, CTL_EXIT_REFUSED, true, why ?: "job not running");
         }
         if (r < 0)
                 return ctl_fail_errno(CTL_EXIT_ERROR, r, "Cannot connect to the console of job %s: %m", id);
@@ -471,5 +497,5 @@ int ctl_verb_exec(int argc, char *argv[]) {
                 r = exec_send_stdin(sock);
         if (r < 0)
                 return ctl_fail_errno(CTL_EXIT_ERROR, r, "Cannot ask job %s for the exec: %m", id);
-        return exec_relay(sock, id);
+        return exec_relay(sock, id, argv + at + 2, &cap);
 }

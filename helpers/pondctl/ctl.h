@@ -366,6 +366,23 @@ static inline void ctl_json_print(json_object *o) {
         puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
 }
 
+/* ctl-exec-json.c: `pondctl exec --json`'s kept output, and its one object. */
+typedef struct CtlExecCapture {
+        bool on;
+        uint64_t started_usec;  /* CLOCK_MONOTONIC, before the connection */
+        char *data[2];          /* stdout, stderr */
+        size_t len[2];
+} CtlExecCapture;
+typedef struct CtlExecEnd {
+        int status;             /* the exit status (128 + N for signal N), when reason is NULL */
+        uint32_t flags;         /* CONSOLE_EXIT_* */
+        const char *reason;     /* why there is no status */
+        bool refused;           /* pond refused the call (else the job ended under it) */
+} CtlExecEnd;
+int ctl_exec_capture_add(CtlExecCapture *c, int stream, const char *buf, size_t n);
+void ctl_exec_capture_done(CtlExecCapture *c);
+int ctl_exec_json_print(const CtlExecCapture *c, const char *id, char **argv, const CtlExecEnd *end);
+
 /* ctl-jobs.c */
 /* argv[first] as the only positional argument, a valid job id; logs usage otherwise. */
 int ctl_job_id_arg(int argc, char *argv[], int first, const char **ret);

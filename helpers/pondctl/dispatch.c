@@ -137,6 +137,7 @@ static json_object *normalized_block(const ResolvedPolicy *r, char *const *allow
         add_u64(knobs, "pids_limit", r->pids_limit);
         add_u64(knobs, "tmpfs_size", r->tmpfs_bytes);
         add_u64(knobs, "home_size", r->home_bytes);
+        add_u64(knobs, "exec_concurrency", r->exec_concurrency);
         json_object_object_add(knobs, "image", json_object_new_string(r->image));
         json_object_object_add(o, "overrides", knobs);
         for (char *const *h = allow_hosts; h && *h; h++)

@@ -7,7 +7,7 @@
 # payload tried still ends with its own status; a payload killed by a signal is reported as that signal;
 # the per-call timeout kills the command's process group (control: a longer one lets it finish); the output
 # cap holds (control: without it, all of it); stdin, cwd and env reach the command; more execs at once than
-# the init serves are refused, clearly.
+# the job's exec_concurrency are refused, clearly.
 # Usage: run by meson (suite integration) as root on a systemd host, or with POND_BOX=NAME.
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/pond.sh"
@@ -98,36 +98,118 @@ t_like "... saying the rest was dropped" "beyond its cap" \
 t_eq "control: without a cap all of it" "100000" \
         "$(pond exec "$id" -- head -c 100000 /dev/zero 2>/dev/null | wc -c | tr -d ' ')"
 
-# at most 16 at once: the 17th is refused with the reason, and once they end there is room again
+# --json: one object, the streams apart, the status in it and as pondctl's; bytes that are not UTF-8 in
+# base64; a refusal is an object too
+# shellcheck disable=SC2016 # the job's sh expands it
+OUT=$(pond exec --json "$id" -- sh -c 'echo out; echo err >&2; exit 3' 2>/dev/null)
+t_eq "exec --json: pondctl's status is the command's (3)" "3" "$?"
+t_eq "... one object: argv, rc, the streams apart, not timed out nor truncated" \
+        "['sh', '-c', 'echo out; echo err >&2; exit 3'] 3 'out\n' 'err\n' False False True" \
+        "$(python3 -c 'import json,sys; o=json.load(sys.stdin); print(o["argv"], o["exit_status"], repr(o["stdout"]),
+                repr(o["stderr"]), o["timed_out"], o["truncated"], o["duration_ms"] >= 0)' <<<"$OUT" 2>&1)"
+OUT=$(pond exec --json "$id" -- printf '\377\000a' 2>/dev/null)
+t_eq "... output that is not UTF-8 comes as stdout_base64" "/wBh" \
+        "$(python3 -c 'import json,sys; o=json.load(sys.stdin); print(o.get("stdout_base64"), o.get("stdout", ""))' \
+                <<<"$OUT" 2>&1 | tr -d ' ')"
+OUT=$(pond exec --json --timeout 1 "$id" -- sleep 30 2>/dev/null)
+t_eq "... a timeout: 137, timed_out" "137 True" \
+        "$(python3 -c 'import json,sys; o=json.load(sys.stdin); print(o["exit_status"], o["timed_out"])' <<<"$OUT" 2>&1)"
+OUT=$(pond exec --json --cwd /nonexistent "$id" -- true 2>/dev/null)
+t_like "... a command that could not start: 126, its reason in stderr" "^126 .*cannot change to /nonexistent" \
+        "$(python3 -c 'import json,sys; o=json.load(sys.stdin); print(o["exit_status"], o["stderr"])' <<<"$OUT" 2>&1)"
+
+# at most exec_concurrency (8 by default) at once: the 9th is refused with the reason, and once they end
+# there is room again
 # shellcheck disable=SC2016 # python's
 MANY='import subprocess, sys, time
 ps = [subprocess.Popen([sys.argv[1], "exec", sys.argv[2], "--", "sleep", "4"], stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL) for _ in range(16)]
+                       stderr=subprocess.DEVNULL) for _ in range(8)]
 time.sleep(2)
 r = subprocess.run([sys.argv[1], "exec", sys.argv[2], "--", "true"], capture_output=True, text=True)
 print(r.returncode, r.stderr.strip())
 print(" ".join(str(p.wait()) for p in ps))'
 OUT=$(in_box python3 -c "$MANY" "$PONDCTL" "$id" 2>&1)
-t_like "exec: a 17th exec at once is refused (125), clearly" "^125 .*16 execs running already" "$OUT"
-t_eq "... while the 16 ran to their end" "0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0" "$(tail -n 1 <<<"$OUT")"
+t_like "exec: a 9th exec at once is refused (125), clearly" "^125 .*8 execs running already, its exec_concurrency" \
+        "$OUT"
+t_eq "... while the 8 ran to their end" "0 0 0 0 0 0 0 0" "$(tail -n 1 <<<"$OUT")"
 t_eq "... and then there is room again" "1000" "$(pond exec "$id" -- id -u 2>&1)"
 t_eq "the job still runs" "running" "$(state "$id")"
 pond cancel "$id" >/dev/null 2>&1
 pond wait -q "$id" >/dev/null 2>&1
 t_eq "the job ends cancelled" "cancelled" "$(result_field "$id" 'r["status"]')"
+OUT=$(pond exec --json "$id" -- true 2>/dev/null)
+t_like "exec --json into an ended job: refused, its reason, no status" "^True None job .* is not running" \
+        "$(python3 -c 'import json,sys; o=json.load(sys.stdin); print(o["refused"], o["exit_status"], o["reason"])' \
+                <<<"$OUT" 2>&1)"
 t_clean "nothing of the exec job is left" "$id"
 
+# A harness-shaped run: the payload waits while a driver outside makes 200 tool calls through
+# `pondctl exec --json` (write a note, run the project's test, read the note back; halfway, fix the bug), and
+# the last call ends the payload. The test fails before the fix and passes after it (control: the same
+# test on the source checkout still fails: it was never touched), every note reads back as written, and the
+# signed result holds the fix and every note.
+src=$(in_box mktemp -d /var/tmp/pond-harness.XXXXXX)
+in_box sh -c "printf 'def add(a, b):\n    return a - b\n' > $src/calc.py &&
+              printf 'import calc\nassert calc.add(2, 3) == 5, calc.add(2, 3)\nprint(\"ok\")\n' > $src/test_calc.py &&
+              chown -R 4242:4242 $src"
+id=$(new_id exec-harness)
+pond run --quiet --job-id "$id" --backend "$BACKEND" --profile untrusted-code-write --checkout "$src" -- \
+        sh -c 'while [ ! -e /workspace/.done ]; do sleep 0.1; done' >/dev/null 2>&1 &
+runner=$!
+# shellcheck disable=SC2016 # python's
+DRIVER='import json, subprocess, sys, time
+pondctl, jid = sys.argv[1], sys.argv[2]
+def call(argv, stdin=None):
+    p = subprocess.run([pondctl, "exec", "--json"] + (["-i"] if stdin is not None else []) + [jid, "--"] + argv,
+                       input=(stdin or "").encode(), capture_output=True)
+    o = json.loads(p.stdout)
+    assert o["exit_status"] == p.returncode, (o, p.returncode)
+    return o
+for _ in range(600):
+    if subprocess.run([pondctl, "exec", jid, "--", "true"], capture_output=True).returncode == 0:
+        break
+    time.sleep(0.1)
+calls, fails_before, passes_after, reads = 0, 0, 0, 0
+for i in range(66):
+    if i == 33:
+        call(["sh", "-c", "cat > /workspace/calc.py"], "def add(a, b):\n    return a + b\n"); calls += 1
+    call(["sh", "-c", "mkdir -p /workspace/notes && cat > /workspace/notes/n%d" % i], "note %d\n" % i); calls += 1
+    o = call(["python3", "/workspace/test_calc.py"]); calls += 1
+    if i < 33 and o["exit_status"] == 1 and "AssertionError: -1" in o["stderr"]: fails_before += 1
+    if i >= 33 and o["exit_status"] == 0 and o["stdout"] == "ok\n": passes_after += 1
+    o = call(["cat", "/workspace/notes/n%d" % i]); calls += 1
+    if o["stdout"] == "note %d\n" % i and o["exit_status"] == 0: reads += 1
+call(["touch", "/workspace/.done"]); calls += 1
+print(calls, fails_before, passes_after, reads)'
+OUT=$(in_box python3 -c "$DRIVER" "$PONDCTL" "$id" 2>&1)
+t_eq "harness: 200 tool calls; the test failed 33 times before the fix, passed 33 after; 66 notes read back" \
+        "200 33 33 66" "$OUT"
+wait "$runner"
+t_eq "... the payload ended on the last call: completed 0" "completed 0" \
+        "$(result_field "$id" 'r["status"] + " " + str(r["exit"]["rc"])')"
+t_eq "... the signed result holds the fix and the 66 notes" "calc.py:modified 66" \
+        "$(result_field "$id" '" ".join(a["path"]+":"+a["change"] for a in r["artifacts"] if a["path"]=="calc.py") +
+                " " + str(sum(1 for a in r["artifacts"] if a["path"].startswith("notes/")))')"
+t_eq "... the fix's bytes are in it" "$(printf 'def add(a, b):\n    return a + b')" \
+        "$(in_box cat "$POND_STATE/results/$id/artifacts/calc.py")"
+t_ok "... and it verifies" pond verify --pubkey /etc/pond/keys/sign.pub --job-id "$id" "$POND_STATE/results/$id"
+t_fail "control: the source checkout's test still fails (it was never touched)" in_box sh -c "cd $src && python3 test_calc.py"
+in_box rm -rf "$src"
+t_clean "nothing of it is left" "$id"
+
 # A payload that kills its init: under runc it cannot (the kernel drops the signal) and the job ends with
-# the payload's own status; gVisor delivers it, the init dies, and the job ends with it as with a payload
-# killed by SIGKILL (never an exec without the init: nothing else forks them).
+# the payload's own status; gVisor delivers it, the init dies, and the job fails saying so (never an exec
+# without the init: nothing else forks them).
 id=$(new_id exec-kill1)
 run_job "$id" --profile untrusted-code-write -- sh -c 'kill -KILL 1; kill -STOP 1; sleep 1; echo alive; exit 3'
 if [ "$BACKEND" = runc ]; then
         t_eq "runc: a payload's kill -KILL 1 does nothing: the job ends with the payload's rc (3)" "3" "$RC"
         t_eq "... completed" "completed 3" "$(result_field "$id" 'r["status"] + " " + str(r["exit"]["rc"])')"
 else
-        t_eq "runsc: a payload's kill -KILL 1 kills the init: the job ends, rc 137" "completed 137" \
+        t_eq "runsc: a payload's kill -KILL 1 kills the init: the job fails, no rc made up" "failed None" \
                 "$(result_field "$id" 'r["status"] + " " + str(r["exit"]["rc"])')"
+        t_like "... saying the init was killed from inside the job" "init was killed from inside the job" \
+                "$(result_field "$id" 'r["reason"]')"
 fi
 t_clean "nothing of it is left" "$id"
 id=$(new_id exec-sig)

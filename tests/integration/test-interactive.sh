@@ -237,7 +237,7 @@ fi
 OUT=$(pond exec "$id" -- id -u 2>&1)
 RC=$?
 t_eq "exec into a job that has ended is refused (125)" "125" "$RC"
-t_like "... clearly" "is not running \\(cancelled\\): exec refused" "$OUT"
+t_like "... clearly" "Exec refused: job .* is not running \\(cancelled\\)" "$OUT"
 t_clean "nothing of the exec job is left" "$id"
 
 done_testing

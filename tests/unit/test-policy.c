@@ -145,6 +145,25 @@ TEST(values_reach_the_runtime_units) {
         ASSERT_TRUE(r->nofile > 0 && r->nproc > 0);
 }
 
+/* exec_concurrency: each profile's default, an override within the bounds, beyond them refused. */
+TEST(exec_concurrency_knob) {
+        _cleanup_(policy_freep) Policy *p = load();
+        _cleanup_(resolved_policy_freep) ResolvedPolicy *w = NULL, *n = NULL, *o = NULL, *big = NULL;
+        _cleanup_free_ char *err = NULL;
+
+        ASSERT_TRUE(p != NULL);
+        ASSERT_TRUE(resolve(p, "{\"profile\":\"untrusted-code-write\"}", &w) == NULL);
+        ASSERT_EQ(8, w->exec_concurrency);
+        ASSERT_TRUE(resolve(p, "{\"profile\":\"none\"}", &n) == NULL);
+        ASSERT_EQ(4, n->exec_concurrency);
+        ASSERT_TRUE(resolve(p, "{\"profile\":\"untrusted-code-write\",\"overrides\":{\"exec_concurrency\":16}}",
+                            &o) == NULL);
+        ASSERT_EQ(16, o->exec_concurrency);
+        err = resolve(p, "{\"profile\":\"untrusted-code-write\",\"overrides\":{\"exec_concurrency\":17}}", &big);
+        ASSERT_TRUE(err != NULL);
+        ASSERT_CONTAINS("sandbox.overrides.exec_concurrency: 17 is out of bounds", err);
+}
+
 /* A policy file that is itself wrong is refused as a whole. */
 TEST(bad_policy_files_refused) {
         char dir[] = "/tmp/pond-test-policy.XXXXXX", path[256];

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* policy.c: loads policy/profiles.json and resolves a job's sandbox block against it, fail closed:
  * anything not explicitly allowed by the policy file is a refusal with a reason. */
+#include <inttypes.h>
 #include <math.h>
 #include <string.h>
 
@@ -171,7 +172,8 @@ static int knob_apply(json_object *knobs, ResolvedPolicy *r, const char *name, j
         if (!json_get(knobs, name))
                 return fail(ret_error,
                             "sandbox.overrides.%s: not an overridable knob (only memory, cpus, pids_limit, "
-                            "tmpfs_size, home_size, image; a profile's posture cannot be changed)", name);
+                            "tmpfs_size, home_size, exec_concurrency, image; a profile's posture cannot be "
+                            "changed)", name);
         if (streq(name, "image")) {
                 const char *s = json_object_is_type(value, json_type_string) ? json_object_get_string(value)
                                                                              : NULL;
@@ -195,6 +197,11 @@ static int knob_apply(json_object *knobs, ResolvedPolicy *r, const char *name, j
                 r->tmpfs_bytes = v;
         else if (streq(name, "home_size"))
                 r->home_bytes = v;
+        else if (streq(name, "exec_concurrency") && v <= POLICY_EXEC_CONCURRENCY_MAX)
+                r->exec_concurrency = v;
+        else if (streq(name, "exec_concurrency"))
+                return fail(ret_error, "policy: knob exec_concurrency: %" PRIu64 " is beyond the %d execs a job's "
+                            "init serves at once", v, POLICY_EXEC_CONCURRENCY_MAX);
         else
                 return fail(ret_error, "policy: knob %s is not known to this pond", name);
         return 0;
@@ -290,6 +297,8 @@ int policy_resolve(const Policy *p, const SandboxBlock *block, ResolvedPolicy **
         if (r->landlock.mode != LANDLOCK_OFF && !r->confined)
                 return fail(ret_error, "policy: profile %s: landlock needs a confined profile", block->profile);
 
+        /* optional: a profile's defaults that predate the knob get the built-in one */
+        r->exec_concurrency = POLICY_EXEC_CONCURRENCY_DEFAULT;
         json_object_object_foreach(json_get(prof, "defaults"), dk, dv) {
                 k = knob_apply(knobs, r, dk, dv, ret_error);
                 if (k < 0)

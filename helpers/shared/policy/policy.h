@@ -43,6 +43,11 @@ FsPosture fs_posture_from_string(const char *s);
 const char *net_posture_to_string(NetPosture p);
 NetPosture net_posture_from_string(const char *s);
 
+/* exec_concurrency: a job's init serves at most INIT_SLOTS (console/init-proto.h) execs at once; the
+ * default where a profile names none. */
+#define POLICY_EXEC_CONCURRENCY_MAX 16
+#define POLICY_EXEC_CONCURRENCY_DEFAULT 8
+
 typedef struct Policy {
         json_object *profiles; /* profiles.json, validated by policy_load() */
         json_object *seccomp;  /* seccomp.json: an OCI linux.seccomp object */
@@ -63,6 +68,7 @@ typedef struct ResolvedPolicy {
                                          * gVisor sandbox's own threads and stubs (policy.c) */
         uint64_t tmpfs_bytes;
         uint64_t home_bytes;  /* the confined job's private $HOME (a tmpfs); profile none has none */
+        uint64_t exec_concurrency; /* `pondctl exec` calls of the job running at once */
         char *image;
         char **images_allowed; /* the profile's "images" plus its default image: names, digests or "*" */
         uint64_t nofile;      /* rlimits, fixed by the profile */

@@ -414,5 +414,6 @@ const RuntimeProvider runtime_runsc = {
          * runsc 20240729 */
         .landlock_absent = "gVisor implements no Landlock (landlock_create_ruleset: ENOSYS)",
         .host_tasks = runsc_host_tasks,
+        .init_killable_inside = true,
         .watch_task_set = true,
 };

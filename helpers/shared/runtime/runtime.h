@@ -102,6 +102,10 @@ typedef struct RuntimeProvider {
         /* The runtime's own processes beside the init are watched while the job runs (a sandbox that dies
          * under the payload). */
         bool watch_task_set;
+        /* A process of the job can kill the job's init (gVisor delivers SIGKILL to its pid namespace's init
+         * from inside it; Linux drops it): an init that ends without reporting the payload's end and was not
+         * stopped by pond was killed from inside the job. */
+        bool init_killable_inside;
 } RuntimeProvider;
 
 extern const RuntimeProvider runtime_runc;
