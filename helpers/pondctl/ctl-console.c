@@ -331,14 +331,16 @@ static int exec_relay(int sock, const char *id, char **argv, CtlExecCapture *cap
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n <= 0)
-                        return exec_lost(cap, id, argv, CTL_EXIT_FAILED, false, "ended during the exec: no exit status");
+                        return exec_lost(cap, id, argv, CTL_EXIT_FAILED, false,
+                                         "ended during the exec: no exit status");
                 switch (buf[0]) {
                 case CONSOLE_STDOUT:
                 case CONSOLE_STDERR: {
                         int stream = buf[0] == CONSOLE_STDOUT ? 0 : 1;
+                        int out = stream == 0 ? STDOUT_FILENO : STDERR_FILENO;
 
                         if (!cap->on)
-                                (void) write_all_fd(stream == 0 ? STDOUT_FILENO : STDERR_FILENO, buf + 1, (size_t) n - 1);
+                                (void) write_all_fd(out, buf + 1, (size_t) n - 1);
                         else if (ctl_exec_capture_add(cap, stream, buf + 1, (size_t) n - 1) < 0)
                                 return ctl_fail(CTL_EXIT_ERROR, "Out of memory for the exec's output.");
                         break;
