@@ -188,8 +188,8 @@ wait "$runner"
 t_eq "... the payload ended on the last call: completed 0" "completed 0" \
         "$(result_field "$id" 'r["status"] + " " + str(r["exit"]["rc"])')"
 t_eq "... the signed result holds the fix and the 66 notes" "calc.py:modified 66" \
-        "$(result_field "$id" '" ".join(a["path"]+":"+a["change"] for a in r["artifacts"] if a["path"]=="calc.py") +
-                " " + str(sum(1 for a in r["artifacts"] if a["path"].startswith("notes/")))')"
+        "$(result_field "$id" '(" ".join(a["path"]+":"+a["change"] for a in r["artifacts"] if a["path"]=="calc.py") +
+                " " + str(sum(1 for a in r["artifacts"] if a["path"].startswith("notes/"))))')"
 t_eq "... the fix's bytes are in it" "$(printf 'def add(a, b):\n    return a + b')" \
         "$(in_box cat "$POND_STATE/results/$id/artifacts/calc.py")"
 t_ok "... and it verifies" pond verify --pubkey /etc/pond/keys/sign.pub --job-id "$id" "$POND_STATE/results/$id"

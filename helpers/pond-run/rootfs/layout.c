@@ -15,6 +15,7 @@
 #include "basic/fileio.h"
 #include "basic/macro.h"
 #include "basic/strv.h"
+#include "policy/landlock.h"
 #include "rootfs/layout.h"
 
 /* Every image must provide these, or the runtime would have to create them in a read-only root (home/job:
@@ -142,7 +143,9 @@ int image_make_mount_points(int rootfd) {
                 if (r < 0)
                         return r;
         }
-        return 0;
+        /* pond-init's mount point: runc makes it in the job's /dev tmpfs, but runsc's gofer makes a bind
+         * mount's point in the root it serves, which is read-only here (measured: EROFS at create) */
+        return write_text_at(rootfd, LANDLOCK_INIT_PATH + 1, "", 0);
 }
 
 int image_make_host_rootfs(int jobfd) {
