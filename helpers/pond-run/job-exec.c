@@ -320,7 +320,7 @@ static int exec_init(ConsoleConn *c, const ConsoleExecRequest *req) {
                               j->paths.id, INIT_SLOTS);
         c->number = ++con->n_execs;
         c->progress = maybe_finish;
-        r = job_init_exec(c, req);
+        r = job_init_exec(c, req, 0);
         if (r == -EBUSY)
                 return refuse(c, r, "job %s has %d execs running or ending already, the most it runs at once",
                               j->paths.id, INIT_SLOTS);
