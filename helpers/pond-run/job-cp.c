@@ -150,10 +150,12 @@ static int copy_start(ConsoleConn *c, JobCopy *cp) {
         if (j->console.listen < 0 || j->outcome.ended_usec != 0 || j->runtime.init_pid <= 0)
                 return refuse(c, -ESRCH, "job %s is not running: cp refused", j->paths.id);
         if (!job_init_serves(j))
-                return refuse(c, -EOPNOTSUPP, "cp into job %s refused: it goes through the job's init, which serves "
-                              "this job no requests (profile %s, backend %s%s); pondctl exec with cat is the way "
-                              "there", j->paths.id, j->input.resolved->profile, j->input.provider->name,
-                              j->input.resolved->confined ? ", a terminal or stdin on the init's channel" : "");
+                return refuse(c, -EOPNOTSUPP, "cp with job %s refused: it goes through the job's init, which serves "
+                              "this job no requests (profile %s, backend %s%s)", j->paths.id,
+                              j->input.resolved->profile, j->input.provider->name,
+                              !j->input.resolved->confined ? ": pondctl exec ID -- cat PATH reads a file there" :
+                              j->input.provider->init_channel == RUNTIME_INIT_CHANNEL_NONE ? "" :
+                              ", whose terminal or stdin takes the init's channel");
         copy_roots(j, roots);
         if (copy_path_check(cp->req.path, (char *const *) roots, &root, &why) < 0)
                 return refuse(c, -EINVAL, "cp %s: %s (the job's writable directories: %s%s%s%s%s)", cp->req.path,
