@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* files.c: pond-init's copy modes, `pondctl cp` inside the job (docs/job-spec.md, "Copying files"). The
- * supervisor has the init fork /dev/.pond-init --put or --get as an exec, so the copy runs with the payload's
- * posture (its uid, no capabilities, seccomp, Landlock, namespaces, cgroup) and touches only what the payload
- * could. The path is resolved beneath the root the supervisor chose, never through a symbolic link nor
- * across a mount (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV, or a component walk
- * refusing the same where the job's filter answers openat2 with ENOSYS or EPERM): a link the payload planted
- * leads nowhere. put writes a temporary file beside the target and renames it over, so the target is the
- * old file or the whole new one; get reads a regular file of at most the maximum to stdout. */
+ * supervisor asks the init for an exec of /dev/.pond-init --put or --get, which the init's fork runs itself
+ * (serve.c), so the copy runs with the payload's posture (its uid, no capabilities, seccomp, Landlock,
+ * namespaces, cgroup) and touches only what the payload could. The path is resolved beneath the root the
+ * supervisor chose, never through a symbolic link nor across a mount (openat2 RESOLVE_BENEATH |
+ * RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV, or a component walk refusing the same where the job's filter
+ * answers openat2 with ENOSYS or EPERM): a link the payload planted leads nowhere. put writes a temporary
+ * file beside the target and renames it over, so the target is the old file or the whole new one; get
+ * reads a regular file of at most the maximum to stdout. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -248,6 +249,11 @@ static int get(const FilesArgs *a, int dirfd, const char *name) {
                 if (r < 0)
                         return fail(a, "sending", -r);
         }
+}
+
+bool files_self(char **argv) {
+        return strcmp(argv[0], FILES_SELF) == 0 && argv[1] &&
+               (strcmp(argv[1], "--put") == 0 || strcmp(argv[1], "--get") == 0);
 }
 
 bool files_wanted(int argc, char **argv) {

@@ -8,8 +8,15 @@
  * first, is the same). */
 #define FILES_SIZE_MAX (64ULL * 1024 * 1024)
 
+/* Where pond-init is in the job (policy/landlock.h's LANDLOCK_INIT_PATH): the argv[0] of a copy the
+ * supervisor asks for. */
+#define FILES_SELF "/dev/.pond-init"
+
 /* argv[1] is --put or --get. */
 bool files_wanted(int argc, char **argv);
+/* An exec request that is a copy: argv[0] is FILES_SELF and argv[1] --put or --get (the init's fork then
+ * runs files_main() itself). */
+bool files_self(char **argv);
 /* The copy; returns the exit status: 0 done, 1 refused or failed (a line on stderr says why; put leaves
  * nothing behind). */
 int files_main(int argc, char **argv);

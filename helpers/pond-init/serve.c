@@ -3,8 +3,9 @@
  * (it is PID 1 of the job), forwards SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 to the payload,
  * and runs the supervisor's exec requests from its channel (console/init-proto.h) as children of its own:
  * each inherits what the init has (uid, no capabilities, the seccomp filter, Landlock, namespaces, cgroup,
- * rlimits), in a process group of its own that a timeout kills. The payload's end is the init's: reported
- * on the channel, then the init exits with its status. No heap: fixed buffers, every length checked. */
+ * rlimits), in a process group of its own that a timeout kills; a copy (files.c) runs in the fork itself.
+ * The payload's end is the init's: reported on the channel, then the init exits with its status. No heap:
+ * fixed buffers, every length checked. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -24,6 +25,7 @@
 #include <unistd.h>
 
 #include "console/init-proto.h"
+#include "files.h"
 #include "serve.h"
 
 /* After a command exited, its pipes quiet for this long are closed: a background child holding them does
@@ -224,6 +226,10 @@ static void exec_start(unsigned slot, char *p, size_t len) {
                 for (uint32_t i = 0; i < h.n_env; i++)
                         if (putenv(env[i]) < 0)
                                 _exit(EXIT_REFUSED);
+                /* a copy runs here, in the fork, with no new execve: Landlock's exec rules (which do not name
+                 * /dev) and the mounts' noexec do not stand in its way, and it needs nothing of the image */
+                if (files_self(argv))
+                        _exit(files_main((int) h.n_argv, argv));
                 child_exec(argv);
         }
         /* the parent's too, so that a timeout finds the group even before the child has run */

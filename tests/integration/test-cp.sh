@@ -131,6 +131,27 @@ t_eq "a job that ended: refused (125)" "125" "$RC"
 t_like "... saying so" "not running" "$OUT"
 t_clean "nothing of the job is left" "$id"
 
+# under Landlock (untrusted-code-locked, runc): its exec rules do not name /dev, and the init's fork runs the
+# copy without a new execve
+if [ "$BACKEND" = runc ]; then
+        id=$(new_id cp-locked)
+        printf '{"job_id":"%s","tenant":"t","command":["sh","-c","echo ready; exec sleep 300"],%s}\n' "$id" \
+                "\"sandbox\":{\"profile\":\"untrusted-code-locked\",\"backend\":\"$BACKEND\"}" |
+                in_box "$PONDCTL" submit - >/dev/null
+        for _ in $(seq 600); do
+                pond logs "$id" 2>/dev/null | grep -q '^ready' && break
+                sleep 0.1
+        done
+        t_ok "untrusted-code-locked (Landlock): put into /tmp" pond cp "$loc/small" "$id:/tmp/x"
+        t_eq "... and get it back" "hello" "$(pond cp "$id:/tmp/x" - 2>&1)"
+        # shellcheck disable=SC2016 # the job's sh's
+        t_like "... while the payload's own processes still cannot execute /dev/.pond-init (Landlock)" \
+                "rc=126" "$(pond exec "$id" -- sh -c '/dev/.pond-init --get /tmp/x --beneath /tmp --max 9; echo "rc=$?"' 2>&1)"
+        pond cancel "$id" >/dev/null 2>&1
+        pond wait -q "$id" >/dev/null 2>&1
+        t_clean "nothing of the locked job is left" "$id"
+fi
+
 # profile none has no init: refused, with the way there
 id=$(new_id cp-none)
 printf '{"job_id":"%s","tenant":"t","command":["sh","-c","echo ready; exec sleep 300"],%s}\n' "$id" \

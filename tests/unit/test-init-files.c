@@ -18,6 +18,7 @@
 #include "basic/fileio.h"
 #include "basic/macro.h"
 #include "files.h"
+#include "policy/landlock.h"
 #include "tests.h"
 
 TEST_MAIN();
@@ -228,6 +229,8 @@ TEST(walk_without_openat2) {
 }
 
 TEST(path_rule) {
+        /* the supervisor names pond-init by the path it binds it at */
+        ASSERT_STREQ(LANDLOCK_INIT_PATH, FILES_SELF);
         ASSERT_TRUE(files_path_ok("/workspace/x", "/workspace"));
         ASSERT_TRUE(files_path_ok("/workspace/a/b", "/workspace"));
         ASSERT_TRUE(files_path_ok("/workspace", "/"));
