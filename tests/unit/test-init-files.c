@@ -4,19 +4,23 @@
  * mode and leaves no temporary file, also when it fails (bytes short or beyond the announced size); a get
  * gives the bytes back; neither follows a symbolic link the payload could plant (at the end or in between),
  * nor touches a directory, a fifo or a file beyond the maximum (controls: the same paths without the link
- * work). And the path rule pond-init applies to its own command line. */
+ * work). The same through pond-init serving a channel, as the job's init does: a put's stdin streamed in
+ * INIT_STDIN frames (each taken before the next), one ended short leaving nothing, a get's bytes back as
+ * INIT_STDOUT. And the path rule pond-init applies to its own command line. */
 #include <dirent.h>
 #include <seccomp.h>
 #include <sys/prctl.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "basic/fileio.h"
 #include "basic/macro.h"
+#include "console/init-proto.h"
 #include "files.h"
 #include "policy/landlock.h"
 #include "tests.h"
@@ -226,6 +230,120 @@ TEST(walk_without_openat2) {
         ASSERT_EQ(0, get(at(root, "sub/walked"), "100", &out, &len));
         ASSERT_STREQ("walked\n", out);
         ASSERT_EQ(0, leftovers(at(root, "sub")));
+}
+
+static int frame_send(int fd, unsigned slot, int type, const void *a, size_t alen, const void *b, size_t blen) {
+        InitFrame h = { .len = (uint32_t) (alen + blen), .slot = (uint16_t) slot, .type = (uint8_t) type };
+
+        if (write_all(fd, &h, sizeof h) < 0 || (alen && write_all(fd, a, alen) < 0) ||
+            (blen && write_all(fd, b, blen) < 0))
+                return -EIO;
+        return 0;
+}
+
+/* The next frame from the init (its bytes in buf, at most INIT_CHUNK_MAX). */
+static int frame_recv(int fd, InitFrame *h, char *buf) {
+        if (loop_read(fd, h, sizeof *h) != (ssize_t) sizeof *h || h->len > INIT_CHUNK_MAX ||
+            (h->len && loop_read(fd, buf, h->len) != (ssize_t) h->len))
+                return -EIO;
+        return 0;
+}
+
+/* An exec of argv (with a streamed stdin when stream) on slot 0. */
+static int exec_send(int fd, const char *const *argv, bool stream) {
+        InitExecHeader h = { .output_max = 1 << 20, .flags = stream ? INIT_EXEC_STDIN_STREAM : 0 };
+        char strings[4096] = "/";
+        size_t len = 2;
+
+        for (const char *const *a = argv; *a; a++, h.n_argv++)
+                len += (size_t) snprintf(strings + len, sizeof strings - len, "%s", *a) + 1;
+        return frame_send(fd, 0, INIT_EXEC, &h, sizeof h, strings, len);
+}
+
+/* Frames until slot 0's INIT_EXIT (every INIT_STDOUT acknowledged and kept in out); its status. */
+static int exec_wait(int fd, char *out, size_t *out_len) {
+        static char buf[INIT_CHUNK_MAX];
+        InitFrame h;
+        InitExit x;
+
+        for (;;) {
+                if (frame_recv(fd, &h, buf) < 0)
+                        return -EIO;
+                if (h.type == INIT_STDOUT && out) {
+                        memcpy(out + *out_len, buf, h.len);
+                        *out_len += h.len;
+                }
+                if ((h.type == INIT_STDOUT || h.type == INIT_STDERR) &&
+                    frame_send(fd, 0, INIT_ACK, NULL, 0, NULL, 0) < 0)
+                        return -EIO;
+                if (h.type == INIT_EXIT) {
+                        memcpy(&x, buf, sizeof x);
+                        return x.status;
+                }
+        }
+}
+
+/* A put of data (size announced) streamed in chunks of 40000 bytes, each taken before the next. */
+static int put_streamed(int fd, const char *path, const char *data, size_t len, const char *size) {
+        const char *argv[] = { FILES_SELF, "--put", path, "--beneath", root, "--size", size, "--mode", "0600", NULL };
+        static char buf[INIT_CHUNK_MAX];
+        InitFrame h;
+
+        if (exec_send(fd, argv, true) < 0)
+                return -EIO;
+        for (size_t off = 0; off < len; off += 40000) {
+                if (frame_send(fd, 0, INIT_STDIN, data + off, MIN((size_t) 40000, len - off), NULL, 0) < 0)
+                        return -EIO;
+                do
+                        if (frame_recv(fd, &h, buf) < 0)
+                                return -EIO;
+                while (h.type != INIT_STDIN_TAKEN);
+        }
+        if (frame_send(fd, 0, INIT_STDIN, NULL, 0, NULL, 0) < 0)
+                return -EIO;
+        return exec_wait(fd, NULL, NULL);
+}
+
+TEST(through_the_channel) {
+        static char data[100000], back[200000];
+        const char *get_argv[] = { FILES_SELF, "--get", NULL, "--beneath", root, "--max", "100000", NULL };
+        _cleanup_free_ char *file = NULL;
+        const char *init = getenv("POND_INIT");
+        int sv[2], st;
+        size_t len = 0;
+        struct stat sb;
+        pid_t pid;
+
+        NEED_INIT();
+        for (size_t i = 0; i < sizeof data; i++)
+                data[i] = (char) (i * 7 + i / 251);
+        ASSERT_OK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 ? -errno : 0);
+        pid = fork();
+        if (pid == 0) {
+                if (dup2(sv[1], 3) < 0)
+                        _exit(99);
+                execl(init, init, "--channel", "3", "--", "sleep", "30", (char *) NULL);
+                _exit(127);
+        }
+        close(sv[1]);
+        ASSERT_EQ(0, put_streamed(sv[0], at(root, "sub/streamed"), data, sizeof data, "100000"));
+        ASSERT_OK(read_full_file(at(root, "sub/streamed"), sizeof back, &file, &len));
+        ASSERT_EQ(sizeof data, len);
+        ASSERT_TRUE(memcmp(data, file, len) == 0);
+        /* ended short (its caller went away): nothing is left */
+        ASSERT_EQ(1, put_streamed(sv[0], at(root, "sub/short"), data, 50000, "100000"));
+        ASSERT_ERROR(ENOENT, stat(at(root, "sub/short"), &sb) < 0 ? -errno : 0);
+        ASSERT_EQ(0, leftovers(at(root, "sub")));
+        /* the bytes back, in acknowledged chunks */
+        get_argv[2] = at(root, "sub/streamed");
+        len = 0;
+        ASSERT_OK(exec_send(sv[0], get_argv, false));
+        ASSERT_EQ(0, exec_wait(sv[0], back, &len));
+        ASSERT_EQ(sizeof data, len);
+        ASSERT_TRUE(memcmp(data, back, len) == 0);
+        kill(pid, SIGTERM);
+        waitpid(pid, &st, 0);
+        close(sv[0]);
 }
 
 TEST(path_rule) {
