@@ -3,7 +3,8 @@
  * same uid, cannot read its fds or memory), applies the Landlock ruleset pond decided (ruleset.c) at exactly
  * the ABI pond recorded where the profile has one, keeps nothing open but stdio and the supervisor's exec
  * channel, and then serves (serve.c: the payload as its child, execs beside it); without a channel it execs
- * the payload itself. Static, no pond library: it runs inside the job, bound read-only at /dev/.pond-init.
+ * the payload itself. Run as an exec with --put or --get, it copies one file in or out (files.c). Static, no
+ * pond library: it runs inside the job, bound read-only at /dev/.pond-init.
  * Any failure is the payload not starting: a line on stderr and exit status 126 (127: command not found). */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "files.h"
 #include "landlock-uapi.h"
 #include "ruleset.h"
 #include "serve.h"
@@ -125,6 +127,9 @@ int main(int argc, char **argv) {
         Ruleset rs;
         int r, channel = -1;
 
+        /* a copy the supervisor asked for, forked by the job's init like any exec (files.c) */
+        if (files_wanted(argc, argv))
+                return files_main(argc, argv);
         if (ruleset_parse(argc, argv, &rs, &err) < 0)
                 return fail(err, 0);
         /* before anything else: /proc/1/fd, mem and environ are then root's (of the job's user namespace) and

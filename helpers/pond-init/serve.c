@@ -3,8 +3,9 @@
  * (it is PID 1 of the job), forwards SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 to the payload,
  * and runs the supervisor's exec requests from its channel (console/init-proto.h) as children of its own:
  * each inherits what the init has (uid, no capabilities, the seccomp filter, Landlock, namespaces, cgroup,
- * rlimits), in a process group of its own that a timeout kills. The payload's end is the init's: reported
- * on the channel, then the init exits with its status. No heap: fixed buffers, every length checked. */
+ * rlimits), in a process group of its own that a timeout kills; a copy (files.c) runs in the fork itself.
+ * The payload's end is the init's: reported on the channel, then the init exits with its status. No heap:
+ * fixed buffers, every length checked. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -24,6 +25,7 @@
 #include <unistd.h>
 
 #include "console/init-proto.h"
+#include "files.h"
 #include "serve.h"
 
 /* After a command exited, its pipes quiet for this long are closed: a background child holding them does
@@ -37,8 +39,10 @@ typedef struct Slot {
         pid_t pid;              /* > 0 until reaped */
         int status;             /* its wait status, once reaped */
         int out[2];             /* stdout, stderr read ends; -1 at their end */
-        int in;                 /* its stdin's write end while stdin bytes remain */
+        int in;                 /* its stdin's write end while stdin bytes remain (streamed: until its end) */
         size_t stdin_len, stdin_done;
+        bool stream;            /* INIT_EXEC_STDIN_STREAM: stdin comes in INIT_STDIN frames */
+        bool stream_ended;      /* the empty INIT_STDIN came */
         uint64_t sent, max;
         uint64_t deadline_ms, drain_ms;
         uint32_t flags;
@@ -173,12 +177,16 @@ static void exec_start(unsigned slot, char *p, size_t len) {
         Slot *s = &slots[slot];
         int out[2] = { -1, -1 }, err[2] = { -1, -1 }, in[2] = { -1, -1 };
         size_t used, rest;
+        bool piped;
 
         if (len < sizeof h)
                 return channel_close();
         memcpy(&h, p, sizeof h);
         p += sizeof h;
         len -= sizeof h;
+        if (h.reserved != 0 || (h.flags & ~INIT_EXEC_STDIN_STREAM) ||
+            ((h.flags & INIT_EXEC_STDIN_STREAM) && h.stdin_len != 0))
+                return channel_close();
         if (h.n_argv == 0 || h.n_argv > INIT_ARGV_MAX || h.n_env > INIT_ENV_MAX || h.stdin_len > INIT_STDIN_MAX ||
             h.stdin_len > len || split_strings(p, len - h.stdin_len, 1, &cwd, &used) < 0 ||
             split_strings(p + used, len - h.stdin_len - used, h.n_argv, argv, &rest) < 0)
@@ -194,16 +202,18 @@ static void exec_start(unsigned slot, char *p, size_t len) {
         if (cwd[0] && cwd[0] != '/')
                 return channel_close();
         *s = (Slot) { .used = true, .out = { -1, -1 }, .in = -1, .max = h.output_max,
-                      .deadline_ms = h.timeout_ms ? now_ms() + h.timeout_ms : 0 };
+                      .deadline_ms = h.timeout_ms ? now_ms() + h.timeout_ms : 0,
+                      .stream = h.flags & INIT_EXEC_STDIN_STREAM };
         memcpy(stdin_bufs[slot], p + len - h.stdin_len, h.stdin_len);
         s->stdin_len = h.stdin_len;
-        if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 || (h.stdin_len && pipe2(in, O_CLOEXEC) < 0))
+        piped = h.stdin_len > 0 || s->stream;
+        if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 || (piped && pipe2(in, O_CLOEXEC) < 0))
                 goto fail;
         s->pid = fork();
         if (s->pid < 0)
                 goto fail;
         if (s->pid == 0) {
-                int null = h.stdin_len ? in[0] : open("/dev/null", O_RDONLY | O_CLOEXEC);
+                int null = piped ? in[0] : open("/dev/null", O_RDONLY | O_CLOEXEC);
 
                 (void) setpgid(0, 0);
                 if (null < 0)
@@ -216,6 +226,10 @@ static void exec_start(unsigned slot, char *p, size_t len) {
                 for (uint32_t i = 0; i < h.n_env; i++)
                         if (putenv(env[i]) < 0)
                                 _exit(EXIT_REFUSED);
+                /* a copy runs here, in the fork, with no new execve: Landlock's exec rules (which do not name
+                 * /dev) and the mounts' noexec do not stand in its way, and it needs nothing of the image */
+                if (files_self(argv))
+                        _exit(files_main((int) h.n_argv, argv));
                 child_exec(argv);
         }
         /* the parent's too, so that a timeout finds the group even before the child has run */
@@ -226,7 +240,7 @@ static void exec_start(unsigned slot, char *p, size_t len) {
         s->out[1] = err[0];
         fcntl(out[0], F_SETFL, O_NONBLOCK);
         fcntl(err[0], F_SETFL, O_NONBLOCK);
-        if (h.stdin_len) {
+        if (piped) {
                 close(in[0]);
                 s->in = in[1];
                 fcntl(in[1], F_SETFL, O_NONBLOCK);
@@ -245,6 +259,30 @@ fail:
         exec_fail(slot, "pond-init: cannot start the command (fork or pipe failed)\n");
 }
 
+/* One INIT_STDIN of a streamed stdin: kept until the pipe took it, then INIT_STDIN_TAKEN. Bytes for a
+ * command that closed its stdin are dropped (and taken); a frame for a slot that ended meanwhile (the
+ * supervisor sent it before it read the INIT_EXIT) is nothing. */
+static void stdin_frame(unsigned slot, const char *p, size_t len) {
+        Slot *s = &slots[slot];
+
+        if (!s->used)
+                return;
+        if (!s->stream || s->stream_ended || s->stdin_done < s->stdin_len || len > INIT_STDIN_MAX)
+                return channel_close();
+        if (len == 0) {
+                s->stream_ended = true;
+                if (s->in >= 0)
+                        close(s->in);
+                s->in = -1;
+                return;
+        }
+        if (s->in < 0)
+                return send_frame(slot, INIT_STDIN_TAKEN, NULL, 0);
+        memcpy(stdin_bufs[slot], p, len);
+        s->stdin_len = len;
+        s->stdin_done = 0;
+}
+
 static void dispatch(const InitFrame *h, char *p) {
         Slot *s = h->slot < INIT_SLOTS ? &slots[h->slot] : NULL;
 
@@ -260,6 +298,8 @@ static void dispatch(const InitFrame *h, char *p) {
                         return channel_close();
                 s->awaiting_ack = false; /* an ACK of a slot that ended since is nothing */
                 return;
+        case INIT_STDIN:
+                return stdin_frame(h->slot, p, h->len);
         default:
                 return channel_close();
         }
@@ -325,9 +365,13 @@ static void slot_write_stdin(Slot *s, unsigned slot) {
                 return;
         if (n > 0)
                 s->stdin_done += (size_t) n;
-        if (n < 0 || s->stdin_done == s->stdin_len) {
+        if (n < 0 || (!s->stream && s->stdin_done == s->stdin_len)) {
                 close(s->in);
                 s->in = -1;
+        }
+        if (s->stream && (n < 0 || s->stdin_done == s->stdin_len)) {
+                s->stdin_len = s->stdin_done = 0;
+                send_frame(slot, INIT_STDIN_TAKEN, NULL, 0);
         }
 }
 
@@ -433,7 +477,7 @@ static nfds_t poll_set(struct pollfd *pfd, int sfd, int *who) {
                                 who[n] = i * 4 + k;
                                 pfd[n++] = (struct pollfd) { .fd = s->out[k], .events = POLLIN };
                         }
-                if (s->used && s->in >= 0) {
+                if (s->used && s->in >= 0 && s->stdin_done < s->stdin_len) {
                         who[n] = i * 4 + 2;
                         pfd[n++] = (struct pollfd) { .fd = s->in, .events = POLLOUT };
                 }

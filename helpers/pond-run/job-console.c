@@ -6,7 +6,7 @@
  * input goes to the tty or pipe, the tty's output to it and, whether anyone is attached or not, to the job's
  * log (sequenced, capped, signed with the result). A caller that goes away detaches: the job runs on, its
  * output kept for the next one (the last CONSOLE_BACKLOG bytes). The same socket takes exec requests
- * (job-exec.c). */
+ * (job-exec.c) and copies (job-cp.c). */
 #include <fcntl.h>
 #include <poll.h>
 #include <stdarg.h>
@@ -314,11 +314,17 @@ static void on_packet(ConsoleConn *c, const char *buf, size_t n) {
                                 job_console_conn_free(c);
                         return;
                 }
+                if (buf[0] == CONSOLE_COPY) {
+                        c->kind = CONSOLE_CONN_COPY;
+                        if (job_cp_request(c, buf, n) < 0)
+                                job_console_conn_free(c);
+                        return;
+                }
                 return refuse(c, "%s", "not a console request");
         }
         if (c->kind != CONSOLE_CONN_ATTACHED) {
-                /* an exec takes its stdin bytes before it starts, and no input after */
-                if (job_exec_input(c, buf, n) < 0)
+                /* an exec takes its stdin bytes before it starts, and no input after; a put, its file's */
+                if ((c->kind == CONSOLE_CONN_COPY ? job_cp_input(c, buf, n) : job_exec_input(c, buf, n)) < 0)
                         job_console_conn_free(c);
                 return;
         }
@@ -364,7 +370,11 @@ static int on_conn(sd_event_source *s, int fd, uint32_t revents, void *userdata)
                                 free(c->pending);
                                 c->pending = NULL;
                                 job_console_conn_update(c);
-                                job_exec_resume(c); /* may free c: the rest waits for the next round */
+                                /* may free c: the rest waits for the next round */
+                                if (c->kind == CONSOLE_CONN_COPY)
+                                        job_cp_resume(c);
+                                else
+                                        job_exec_resume(c);
                                 return 0;
                         }
                 }

@@ -322,7 +322,7 @@ static int exec_init(ConsoleConn *c, const ConsoleExecRequest *req) {
                               j->paths.id, con->execs_running);
         c->number = ++con->n_execs;
         c->progress = maybe_finish;
-        r = job_init_exec(c, req);
+        r = job_init_exec(c, req, 0);
         if (r == -EBUSY)
                 return refuse(c, r, "job %s has %d execs running or ending already, the most its init serves",
                               j->paths.id, INIT_SLOTS);

@@ -126,12 +126,13 @@ static void strings_len(char **l, size_t *len, uint32_t *n) {
                 *len += strlen(*l) + 1;
 }
 
-int job_init_exec(ConsoleConn *c, const ConsoleExecRequest *req) {
+int job_init_exec(ConsoleConn *c, const ConsoleExecRequest *req, uint32_t flags) {
         JobInitChannel *ch = &c->job->console.init;
         InitExecHeader h = {
                 .output_max = req->output_max ?: JOB_INIT_OUTPUT_DEFAULT,
                 .timeout_ms = req->timeout_ms,
                 .stdin_len = (uint32_t) req->stdin_len,
+                .flags = flags,
         };
         _cleanup_free_ char *strings = NULL;
         size_t len = strlen(req->cwd ?: "") + 1;
@@ -140,7 +141,7 @@ int job_init_exec(ConsoleConn *c, const ConsoleExecRequest *req) {
 
         if (!job_init_serves(c->job))
                 return -ESRCH;
-        if (req->stdin_len > INIT_STDIN_MAX)
+        if (req->stdin_len > INIT_STDIN_MAX || ((flags & INIT_EXEC_STDIN_STREAM) && req->stdin_len > 0))
                 return -E2BIG;
         slot = free_slot(ch);
         if (slot < 0)
@@ -162,9 +163,49 @@ int job_init_exec(ConsoleConn *c, const ConsoleExecRequest *req) {
         if (r < 0)
                 return r;
         ch->busy[slot] = true;
+        ch->stdin_open[slot] = flags & INIT_EXEC_STDIN_STREAM;
         ch->conns[slot] = c;
         c->init_slot = slot;
         return 0;
+}
+
+static int stdin_send(JobInitChannel *ch, unsigned slot, const void *data, size_t len) {
+        int r = channel_send(ch, slot, INIT_STDIN, (const struct iovec[]) { { (void *) data, len } }, len > 0);
+
+        if (r < 0)
+                return r;
+        if (len > 0)
+                ch->stdin_flight[slot] = true;
+        else
+                ch->stdin_open[slot] = false;
+        return 0;
+}
+
+/* The end of a slot's streamed stdin: now, or once the init took the chunk in flight. */
+static int stdin_end(JobInitChannel *ch, unsigned slot) {
+        if (!ch->stdin_open[slot] || ch->stdin_end_owed[slot])
+                return 0;
+        if (ch->stdin_flight[slot]) {
+                ch->stdin_end_owed[slot] = true;
+                return 0;
+        }
+        return stdin_send(ch, slot, NULL, 0);
+}
+
+int job_init_exec_stdin(ConsoleConn *c, const void *data, size_t len) {
+        JobInitChannel *ch = &c->job->console.init;
+        unsigned slot;
+
+        if (c->init_slot < 0 || ch->fd < 0)
+                return -ESRCH;
+        slot = (unsigned) c->init_slot;
+        if (!ch->stdin_open[slot] || ch->stdin_end_owed[slot] || len > INIT_STDIN_MAX)
+                return -EINVAL;
+        if (len == 0)
+                return stdin_end(ch, slot);
+        if (ch->stdin_flight[slot])
+                return -EBUSY;
+        return stdin_send(ch, slot, data, len);
 }
 
 void job_init_exec_taken(ConsoleConn *c) {
@@ -179,8 +220,11 @@ void job_init_exec_abandon(ConsoleConn *c) {
 
         if (c->init_slot < 0)
                 return;
-        /* it runs on to its end, as a runtime's exec does; its output is dropped from here */
+        /* it runs on to its end, as a runtime's exec does; its output is dropped from here; a streamed stdin
+         * ends short (a copy then leaves nothing) */
         ch->conns[c->init_slot] = NULL;
+        if (ch->fd >= 0 && stdin_end(ch, (unsigned) c->init_slot) < 0)
+                log_warning("Cannot queue the end of an exec's stdin for the job's init.");
         if (ch->fd >= 0 && c->ack_owed)
                 send_ack(ch, (unsigned) c->init_slot);
         c->init_slot = -1;
@@ -199,7 +243,7 @@ static void channel_end(JobInitChannel *ch, const char *why) {
                 ConsoleConn *c = ch->conns[i];
 
                 ch->conns[i] = NULL;
-                ch->busy[i] = false;
+                ch->busy[i] = ch->stdin_open[i] = ch->stdin_flight[i] = ch->stdin_end_owed[i] = false;
                 if (!c)
                         continue;
                 c->init_slot = -1;
@@ -217,6 +261,8 @@ static void on_output_frame(JobInitChannel *ch, const InitFrame *h, const char *
                 send_ack(ch, h->slot); /* its caller went away: dropped */
                 return;
         }
+        if (c->observe && h->type == INIT_STDOUT)
+                c->observe(c, data, h->len);
         r = job_console_conn_send(c, h->type == INIT_STDOUT ? CONSOLE_STDOUT : CONSOLE_STDERR, data, h->len);
         if (r == -EAGAIN)
                 c->ack_owed = true; /* job_exec_resume() once the caller took it */
@@ -230,6 +276,7 @@ static void on_exit_frame(JobInitChannel *ch, const InitFrame *h, const char *da
 
         memcpy(&x, data, sizeof x);
         ch->busy[h->slot] = false;
+        ch->stdin_open[h->slot] = ch->stdin_flight[h->slot] = ch->stdin_end_owed[h->slot] = false;
         ch->conns[h->slot] = NULL;
         if (!c)
                 return;
@@ -239,6 +286,21 @@ static void on_exit_frame(JobInitChannel *ch, const InitFrame *h, const char *da
         c->exit_flags = x.flags;
         if (c->progress)
                 c->progress(c);
+}
+
+/* The init wrote the slot's last stdin chunk: its end if it is owed, else the exec's next chunk. */
+static void on_stdin_taken(JobInitChannel *ch, unsigned slot) {
+        ConsoleConn *c = ch->conns[slot];
+
+        ch->stdin_flight[slot] = false;
+        if (ch->stdin_end_owed[slot]) {
+                ch->stdin_end_owed[slot] = false;
+                if (stdin_send(ch, slot, NULL, 0) < 0)
+                        log_warning("Cannot queue the end of an exec's stdin for the job's init.");
+                return;
+        }
+        if (c && c->stdin_taken)
+                c->stdin_taken(c);
 }
 
 /* One frame from the init, its fields checked: a slot that runs an exec, a size its type allows. */
@@ -256,6 +318,11 @@ static int dispatch(JobInitChannel *ch, const InitFrame *h, const char *data) {
                 if (!slot_ok || h->len != sizeof(InitExit))
                         return -EBADMSG;
                 on_exit_frame(ch, h, data);
+                return 0;
+        case INIT_STDIN_TAKEN:
+                if (!slot_ok || h->len != 0 || !ch->stdin_flight[h->slot])
+                        return -EBADMSG;
+                on_stdin_taken(ch, h->slot);
                 return 0;
         case INIT_PAYLOAD:
                 if (h->slot != INIT_SLOT_PAYLOAD || h->len != sizeof(int32_t) || ch->payload_seen)

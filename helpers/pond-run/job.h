@@ -172,6 +172,7 @@ typedef enum ConsoleConnKind {
         CONSOLE_CONN_NEW,               /* its first packet says which */
         CONSOLE_CONN_ATTACHED,
         CONSOLE_CONN_EXEC,
+        CONSOLE_CONN_COPY,              /* `pondctl cp` (job-cp.c) */
 } ConsoleConnKind;
 
 typedef struct ConsoleConn {
@@ -200,6 +201,11 @@ typedef struct ConsoleConn {
         unsigned number;
         void (*progress)(struct ConsoleConn *c); /* exec through the init: it ended (job-exec.c) */
         ConsoleExecRequest *exec_req;   /* exec: a request waiting for its stdin's end */
+        struct JobCopy *copy;           /* copy: its request and what passed (job-cp.c) */
+        void (*observe)(struct ConsoleConn *c, const char *data, size_t len); /* through the init: each chunk of
+                                         * stdout, before it goes to the caller (a copy hashes it) */
+        void (*stdin_taken)(struct ConsoleConn *c); /* through the init: a streamed stdin's last chunk is
+                                         * written, the next may go (job_init_exec_stdin()) */
         void (*release)(struct ConsoleConn *c); /* exec: its process and pipes, released with the connection */
         struct ConsoleConn *next;
 } ConsoleConn;
@@ -217,6 +223,9 @@ typedef struct JobInitChannel {
         size_t in_len;
         ConsoleConn *conns[INIT_SLOTS]; /* whose exec each slot runs (NULL: its caller went away) */
         bool busy[INIT_SLOTS];          /* until the slot's INIT_EXIT */
+        bool stdin_open[INIT_SLOTS];    /* a streamed stdin whose end is not sent yet */
+        bool stdin_flight[INIT_SLOTS];  /* an INIT_STDIN the init has not taken yet */
+        bool stdin_end_owed[INIT_SLOTS]; /* its end goes once the chunk in flight is taken */
         bool payload_seen;              /* INIT_PAYLOAD arrived: payload_status is the payload's wait status */
         int payload_status;
 } JobInitChannel;
@@ -518,6 +527,16 @@ int job_exec_input(ConsoleConn *c, const char *buf, size_t n);
 /* The exec's pipes may go on (the caller took the pending packet). */
 void job_exec_resume(ConsoleConn *c);
 
+/*    job-cp.c: `pondctl cp`: one regular file into or out of the running job, through its init (pond-init
+ *    --put/--get forked as an exec: the job's posture), below the job's writable directories only, at most
+ *    CONSOLE_COPY_MAX bytes, audited with its sha256. Refused where the init serves no requests. */
+/* The connection's first packet (CONSOLE_COPY), and what follows it (a put's bytes). < 0: c is to be freed
+ * (its caller was told why). */
+int job_cp_request(ConsoleConn *c, const char *buf, size_t n);
+int job_cp_input(ConsoleConn *c, const char *buf, size_t n);
+/* The caller took the pending packet. */
+void job_cp_resume(ConsoleConn *c);
+
 /*    job-init.c: the channel to pond-init, which serves execs as the payload's sibling (console/init-proto.h;
  *    docs/threat-model.md, "The job's init"). The bundle starts pond-init with a channel when the job is
  *    confined and its backend can pass one (job_init_wanted()); the create step gets the init's end. */
@@ -530,8 +549,12 @@ void job_init_handed_over(Job *j);
 int job_init_watch(Job *j, sd_event *e);
 /* The init can take an exec now (the channel is up). */
 bool job_init_serves(const Job *j);
-/* Sends c's exec (a free slot is the caller's to find: -EBUSY when none). */
-int job_init_exec(ConsoleConn *c, const ConsoleExecRequest *req);
+/* Sends c's exec (a free slot is the caller's to find: -EBUSY when none); flags INIT_EXEC_* (a streamed
+ * stdin: job_init_exec_stdin()). */
+int job_init_exec(ConsoleConn *c, const ConsoleExecRequest *req, uint32_t flags);
+/* A chunk of c's streamed stdin (at most INIT_STDIN_MAX bytes; -EBUSY while one is in flight: c->stdin_taken
+ * says when the next may go), or with len 0 its end (sent once the chunk in flight is taken). */
+int job_init_exec_stdin(ConsoleConn *c, const void *data, size_t len);
 /* The caller took the last chunk: the init may send the next. */
 void job_init_exec_taken(ConsoleConn *c);
 /* c goes (its caller left, or the job ended): its command runs on, its output dropped, its slot freed at its

@@ -59,6 +59,11 @@ static const Verb verbs[] = {
           "CMD runs beside the job's payload with its user, capabilities, seccomp filter, no_new_privs,\n"
           "Landlock, cwd, env and cgroup; stdin is /dev/null, stdout and stderr come here.\n"
           "Exits with CMD's rc (128+N signal N), 125 refused (the job is not running), 4 no such job.\n" },
+        { "cp", ctl_verb_cp, "LOCAL ID:PATH | ID:PATH LOCAL", "copy a file into or out of a running job",
+          "  --mode MODE  into the job: the file's permission bits (octal; default: LOCAL's, 0644 for -)\n"
+          "One regular file, at most 64 MiB, below the job's writable directories (/workspace where it is\n"
+          "writable, its home, /tmp), as the job's user; - is stdin or stdout.\n"
+          "Exits 0, 1 the copy failed, 125 refused (path, not running, no init), 4 no such job.\n" },
         { "cancel", ctl_verb_cancel, "ID", "stop it; it still gets a result",
           "Exits 0, 4 no such job, 1 the unit could not be stopped.\n" },
         { "list", ctl_verb_list, "[--json] [--state S] [--since T] [--profile P]", "id state profile rc, per job",

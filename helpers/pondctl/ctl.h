@@ -420,6 +420,8 @@ int ctl_verb_verify(int argc, char *argv[]);
 int ctl_verb_quorum(int argc, char *argv[]);
 int ctl_verb_attach(int argc, char *argv[]);
 int ctl_verb_exec(int argc, char *argv[]);
+/* ctl-cp.c: `pondctl cp`: a file into or out of a running job. */
+int ctl_verb_cp(int argc, char *argv[]);
 int ctl_verb_keygen(int argc, char *argv[]);
 int ctl_verb_hash_input(int argc, char *argv[]);
 /* ctl-export.c: `pondctl export ID`: the result directory as a tar stream on stdout (what -H fetches). */

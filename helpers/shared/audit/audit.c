@@ -65,6 +65,7 @@ static const AuditEvent pond_events[_POND_EVENT_MAX] = {
         [POND_EVENT_DEGRADED] = { "degraded", POND_MESSAGE_DEGRADED, LOG_WARNING },
         [POND_EVENT_CONSOLE] = { "console", POND_MESSAGE_CONSOLE, LOG_NOTICE },
         [POND_EVENT_EXEC] = { "exec", POND_MESSAGE_EXEC, LOG_NOTICE },
+        [POND_EVENT_COPY] = { "copy", POND_MESSAGE_COPY, LOG_NOTICE },
 };
 
 typedef struct PondRecord {

@@ -54,6 +54,7 @@ typedef enum PondEvent {
         POND_EVENT_DEGRADED, /* the job runs, but sees host values where its own should be */
         POND_EVENT_CONSOLE,  /* a caller attached to or detached from an interactive job's tty or stdin */
         POND_EVENT_EXEC,     /* a process exec'd into the running job, and its end */
+        POND_EVENT_COPY,     /* a file copied into or out of the running job (pondctl cp), and its end */
         _POND_EVENT_MAX,
         _POND_EVENT_INVALID = -EINVAL,
 } PondEvent;

@@ -25,15 +25,18 @@ typedef enum ConsoleMessage {
         CONSOLE_EXEC = 'X',     /* first packet: run argv (NUL-terminated strings) beside the payload */
         CONSOLE_EXEC_REQUEST = 'Y', /* first packet: an exec with options (console_pack_exec()); with "stdin",
                                  * CONSOLE_INPUT packets and CONSOLE_EOF follow before it runs */
+        CONSOLE_COPY = 'C',     /* first packet: a file into or out of the job (copy.h: console_pack_copy()); a
+                                 * put's bytes follow CONSOLE_MODE 'p' as CONSOLE_INPUT packets and CONSOLE_EOF */
         CONSOLE_INPUT = 'D',    /* bytes for the tty or stdin */
         CONSOLE_WINSIZE = 'W',  /* ConsoleWinsize: the caller's terminal size (TIOCSWINSZ on the master) */
         CONSOLE_EOF = 'E',      /* the caller's stdin ended: a stdin job's pipe is closed */
         CONSOLE_DETACH = 'Z',   /* the caller detaches on purpose (Ctrl-]): its going away is no hangup */
         /* supervisor -> caller */
-        CONSOLE_MODE = 'M',     /* the answer to ATTACH: 't' (tty: output follows here) or 'i' (stdin only) */
-        CONSOLE_STDOUT = 'O',   /* a tty's output, an exec's stdout */
-        CONSOLE_STDERR = 'R',   /* an exec's stderr */
-        CONSOLE_EXIT = 'Q',     /* an exec's end: int32 status (its rc; 128 + N for signal N), then uint32
+        CONSOLE_MODE = 'M',     /* the answer to ATTACH: 't' (tty: output follows here) or 'i' (stdin only); to
+                                 * a put: 'p' (its bytes may come) */
+        CONSOLE_STDOUT = 'O',   /* a tty's output, an exec's stdout, a got file's bytes */
+        CONSOLE_STDERR = 'R',   /* an exec's stderr, why a copy failed */
+        CONSOLE_EXIT = 'Q',     /* an exec's or a copy's end: int32 status (its rc; 128 + N for signal N), then uint32
                                  * CONSOLE_EXIT_* flags (absent: none) */
         CONSOLE_ERROR = 'N',    /* a refusal, in words; the connection is closed after it */
 } ConsoleMessage;

@@ -31,11 +31,15 @@ typedef enum InitMessage {
         /* pond-run -> pond-init */
         INIT_EXEC = 'X',        /* InitExecHeader, then cwd, argv and env (NUL-terminated strings), stdin */
         INIT_ACK = 'A',         /* the slot's last output frame was taken: the next may come */
+        INIT_STDIN = 'I',       /* INIT_EXEC_STDIN_STREAM: at most INIT_STDIN_MAX bytes of the command's stdin,
+                                 * one in flight until INIT_STDIN_TAKEN; empty: its end (the pipe is closed) */
         /* pond-init -> pond-run */
         INIT_STDOUT = 'O',      /* at most INIT_CHUNK_MAX bytes; no more until INIT_ACK */
         INIT_STDERR = 'R',
         INIT_EXIT = 'Q',        /* InitExit: the command ended and its output is sent; the slot is free */
         INIT_PAYLOAD = 'P',     /* slot INIT_SLOT_PAYLOAD, int32 wait status: the payload ended, the init ends */
+        INIT_STDIN_TAKEN = 'T', /* no payload: the slot's last INIT_STDIN is written (or dropped: the command
+                                 * closed its stdin or ended): the next may come */
 } InitMessage;
 
 typedef struct InitExecHeader {
@@ -43,8 +47,14 @@ typedef struct InitExecHeader {
         uint32_t timeout_ms;    /* 0: none; else the command's process group is SIGKILLed at it */
         uint32_t n_argv;        /* 1..INIT_ARGV_MAX */
         uint32_t n_env;         /* 0..INIT_ENV_MAX, each NAME=VALUE */
-        uint32_t stdin_len;     /* 0..INIT_STDIN_MAX; 0: stdin is /dev/null */
+        uint32_t stdin_len;     /* 0..INIT_STDIN_MAX; 0: stdin is /dev/null (unless streamed) */
+        uint32_t flags;         /* INIT_EXEC_* */
+        uint32_t reserved;      /* 0 */
 } InitExecHeader;
+
+/* stdin is a pipe fed by INIT_STDIN frames, of any length, until an empty one (stdin_len is 0): what a
+ * copy into the job streams (docs/job-spec.md, "Copying files") */
+#define INIT_EXEC_STDIN_STREAM (1u << 0)
 
 #define INIT_EXIT_TIMED_OUT (1u << 0)
 #define INIT_EXIT_TRUNCATED (1u << 1)
