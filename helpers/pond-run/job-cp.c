@@ -161,9 +161,9 @@ static int copy_start(ConsoleConn *c, JobCopy *cp) {
                 return refuse(c, -EINVAL, "cp %s: %s (the job's writable directories: %s%s%s%s%s)", cp->req.path,
                               why, roots[0], roots[1] ? ", " : "", roots[1] ?: "", roots[1] && roots[2] ? ", " : "",
                               roots[1] && roots[2] ? roots[2] : "");
-        if (con->execs_running >= INIT_SLOTS)
-                return refuse(c, -EBUSY, "job %s has %d execs or copies running already, the most it runs at once",
-                              j->paths.id, INIT_SLOTS);
+        if (con->execs_running >= j->input.resolved->exec_concurrency)
+                return refuse(c, -EBUSY, "job %s has %u execs or copies running already, its exec_concurrency",
+                              j->paths.id, con->execs_running);
         r = copy_argv(&cp->req, root, &argv);
         if (r < 0)
                 return refuse(c, r, "out of memory");
