@@ -15,16 +15,22 @@
 #include "net/net.h"
 #include "oci/oci.h"
 
-/* pond-init's command line: the job's writable mounts and its sidecars' ports (docs/threat-model.md). */
-static int landlock_argv(const Job *j, char ***ret) {
+/* pond-init's Landlock rules: writes where the job's config mounts read-write (so the two cannot drift),
+ * TCP to its sidecars' ports (docs/threat-model.md). */
+static int landlock_argv(const Job *j, json_object *config, char ***ret) {
+        _cleanup_strv_free_ char **writable = NULL;
         uint16_t ports[2];
         LandlockPaths lp = {
-                .workspace = j->staging.stage.workspace,
-                .workspace_readonly = j->staging.stage.readonly || j->input.resolved->fs == FS_READONLY,
-                .home = j->home.path,
+                .workspace = j->staging.stage.workspace != NULL,
+                .home = j->home.path != NULL,
                 .ports = ports,
         };
+        int r;
 
+        r = oci_config_writable(config, &writable);
+        if (r < 0)
+                return r;
+        lp.writable = writable;
         if (j->sidecars[POND_SIDECAR_BROKER].config)
                 ports[lp.n_ports++] = NET_BROKER_PORT;
         if (j->sidecars[POND_SIDECAR_EGRESS].config)
@@ -32,35 +38,37 @@ static int landlock_argv(const Job *j, char ***ret) {
         return landlock_init_argv(&j->input.landlock, &j->input.resolved->landlock, &lp, ret);
 }
 
-/* pond-init's whole command line: its channel (job-init.c) and the Landlock ruleset, each where the job
- * has it, then "--". */
-static int init_argv(const Job *j, bool channel, char ***ret) {
+/* pond-init's whole command line in front of the payload's: its channel (job-init.c) and the Landlock
+ * ruleset, each where the job has it, then "--". Last, on the complete config: the rules follow its mounts. */
+static int init_args(const Job *j, json_object *config) {
         _cleanup_strv_free_ char **l = NULL, **ll = NULL;
         char fd[16];
         int r;
 
         r = strv_push(&l, strdup(LANDLOCK_INIT_PATH));
-        if (r >= 0 && channel) {
+        if (r >= 0 && job_init_wanted(j)) {
                 snprintf(fd, sizeof fd, "%d", job_init_channel_fd(j));
                 r = strv_push(&l, strdup("--channel"));
                 if (r >= 0)
                         r = strv_push(&l, strdup(fd));
         }
         if (r >= 0 && j->input.landlock.abi > 0) {
-                r = landlock_argv(j, &ll);
+                r = landlock_argv(j, config, &ll);
                 for (size_t i = 1; r >= 0 && ll[i]; i++) /* its own argv[0] is pond-init's */
                         r = strv_push(&l, strdup(ll[i]));
         } else if (r >= 0)
                 r = strv_push(&l, strdup("--"));
         if (r < 0)
                 return r;
-        *ret = TAKE_PTR(l);
-        return 0;
+        return oci_config_set_init(config, l);
+}
+
+static bool init_in_front(const Job *j) {
+        return j->input.landlock.abi > 0 || job_init_wanted(j);
 }
 
 static int build_config(const Job *j, json_object **ret) {
         _cleanup_free_ char *cgpath = NULL, *init = NULL;
-        _cleanup_strv_free_ char **argv_init = NULL;
         const JobInput *in = &j->input;
         const JobStaging *s = &j->staging;
         OciPaths paths = {
@@ -89,16 +97,12 @@ static int build_config(const Job *j, json_object **ret) {
                 return -ENOMEM;
         paths.cgroups_path = cgpath;
         /* pond-init first: for the exec channel (every confined job its backend can pass one to) and for
-         * Landlock */
-        if (j->input.landlock.abi > 0 || job_init_wanted(j)) {
+         * Landlock; bound here, its command line set on the complete config (init_args()) */
+        if (init_in_front(j)) {
                 init = path_join(pond_dir(POND_DIR_LIBEXEC), "pond-init");
                 if (!init)
                         return -ENOMEM;
-                r = init_argv(j, job_init_wanted(j), &argv_init);
-                if (r < 0)
-                        return r;
                 paths.init = init;
-                paths.init_argv = argv_init;
         }
         r = oci_config_build(in->resolved, in->spec, in->policy->seccomp, &paths, ret);
         if (r >= 0 && in->provider->adjust_config)
@@ -119,6 +123,8 @@ int job_write_bundle(Job *j) {
         r = build_config(j, &config);
         if (r >= 0)
                 r = job_features_config(j, config);
+        if (r >= 0 && init_in_front(j))
+                r = init_args(j, config);
         if (r < 0)
                 return log_error_errno(r, "Cannot build the OCI config: %m");
         if (mkdir(j->paths.bundle, 0700) < 0 && errno != EEXIST)

@@ -7,8 +7,8 @@
 # every one. The control runs the same two programs as two plain processes of one host uid in the box:
 # there B is refused, which is what jobs sharing host uid 1000 did before each runc job had its own range.
 # Under runc the hog's processes must run as a host uid of pond's pool, and the range goes back afterwards.
-# And the network: A serves TCP on every address of its namespace (it reaches itself: the control); B
-# cannot reach it.
+# And the network: A serves TCP on every address of its namespace, on its proxy's port (the one its Landlock
+# lets it connect to: it reaches itself, the control); B cannot reach it.
 . "$(dirname "${BASH_SOURCE[0]}")/pond.sh"
 need_box
 
@@ -67,13 +67,16 @@ else:
     res["procs"] = "300:none"
 queues = int(res["mqueue"].split(":")[0])
 # a TCP service of A, on every address of its namespace, and the address of A: a datagram socket
-# connected to the proxy (the host side of the veth of A) has the eth0 address of A as its local end
+# connected to the proxy (the host side of the veth of A) has the eth0 address of A as its local end. Its
+# port is the proxy port: the Landlock ruleset of a job lets TCP connect to the ports of its sidecars alone,
+# so that what stands between B and A on that port is the network, which is what this checks.
 import socket, threading, urllib.parse
-proxy = urllib.parse.urlparse(os.environ.get("HTTPS_PROXY", "")).hostname
+proxy_url = urllib.parse.urlparse(os.environ.get("HTTPS_PROXY", ""))
+proxy, port = proxy_url.hostname, proxy_url.port
 if proxy:
     srv = socket.socket()
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    srv.bind(("0.0.0.0", 7777))
+    srv.bind(("0.0.0.0", port))
     srv.listen(16)
     def serve():
         while True:
@@ -83,9 +86,9 @@ if proxy:
     threading.Thread(target=serve, daemon=True).start()
     u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     u.connect((proxy, 9))
-    res["addr"] = u.getsockname()[0]
+    res["addr"] = "%s:%d" % (u.getsockname()[0], port)
     try:
-        res["self"] = "ok" if socket.create_connection((res["addr"], 7777), 3).recv(4) == b"HOG\n" else "bad"
+        res["self"] = "ok" if socket.create_connection((u.getsockname()[0], port), 3).recv(4) == b"HOG\n" else "bad"
     except OSError as e:
         res["self"] = errno.errorcode.get(e.errno, "timeout")
 def stop(*_):
@@ -116,7 +119,8 @@ except OSError as e:
 # the service of A, from the namespace of B
 if len(sys.argv) > 2:
     try:
-        c = socket.create_connection((sys.argv[2], 7777), 3)
+        host, port = sys.argv[2].rsplit(":", 1)
+        c = socket.create_connection((host, int(port)), 3)
         res["neighbour"] = "ok" if c.recv(4) == b"HOG\n" else "connected"
     except OSError as e:
         res["neighbour"] = errno.errorcode.get(e.errno, "timeout") if e.errno else "timeout"

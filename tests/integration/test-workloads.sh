@@ -19,8 +19,9 @@ need_box
 # of 1105 for the probe's 34-process pipeline), so at the default 1024 the whole sandbox dies mid-case now and
 # then, its output cut short. 4096 leaves room on both backends. A case gets a wall clock of its own so that
 # a hang fails that case, not the whole script's meson time-out.
-# POND_TEST_PROFILE: untrusted-code-locked runs every case under Landlock (its exec allowlist, writes only to
-# the workspace, /tmp, the home and /dev/shm, TCP to the proxy only): the toolchains must not notice.
+# POND_TEST_PROFILE: the default, untrusted-code-write, runs every case under its Landlock under runc (writes
+# only to the workspace, /tmp, the home, /dev/shm and message queues, TCP to the proxy only); untrusted-code-
+# locked adds its exec allowlist and closes message queues: the toolchains must not notice either.
 PROFILE=${POND_TEST_PROFILE:-untrusted-code-write}
 CASE_TIMEOUT=300
 CASE_PIDS=4096

@@ -31,6 +31,8 @@ TEST(profile_parse) {
                 { "{\"mode\":\"off\"}", NULL },
                 { "{\"mode\":\"best-effort\",\"tcp_connect\":\"any\"}", NULL },
                 { "{\"mode\":\"best-effort\",\"tcp_connect\":\"none\"}", "landlock.tcp_connect: must be" },
+                { "{\"mode\":\"best-effort\",\"mqueue\":true}", NULL },
+                { "{\"mode\":\"best-effort\",\"mqueue\":\"yes\"}", "landlock.mqueue" },
                 { "{}", "landlock.mode: missing" },
                 { "{\"mode\":\"strict\"}", "landlock.mode: must be" },
                 { "{\"mode\":\"required\",\"min_abi\":8}", "landlock.min_abi" },
@@ -212,11 +214,15 @@ static int round_trip(const LandlockProfile *p, const LandlockPaths *paths, char
         return r;
 }
 
+/* What oci_config_writable() reads from a write profile's config. */
+static char *writable_write[] = { "/tmp", "/dev/shm", "/workspace", "/home/job", NULL };
+
 TEST(init_argv_defaults) {
         _cleanup_strv_free_ char **argv = NULL;
         const uint16_t ports[] = { 8080, 3128 };
         LandlockProfile p = { .mode = LANDLOCK_BEST_EFFORT, .min_abi = 1 };
-        LandlockPaths paths = { .workspace = "/run/x", .home = "/run/h", .ports = ports, .n_ports = 2 };
+        LandlockPaths paths = { .writable = writable_write, .workspace = true, .home = true, .ports = ports,
+                                .n_ports = 2 };
         Ruleset rs;
 
         ASSERT_OK(round_trip(&p, &paths, &argv, &rs));
@@ -232,20 +238,53 @@ TEST(init_argv_defaults) {
         EXPECT_FALSE(has_rule(&rs, RULE_RW, "/dev"));
         EXPECT_FALSE(has_rule(&rs, RULE_RW, "/dev/mqueue"));
         EXPECT_TRUE(has_rule(&rs, RULE_EXEC, "/usr"));
+        EXPECT_TRUE(has_rule(&rs, RULE_EXEC, "/tmp"));
         EXPECT_TRUE(has_rule(&rs, RULE_EXEC, "/workspace"));
         EXPECT_TRUE(has_rule(&rs, RULE_EXEC, "/home/job"));
         EXPECT_FALSE(has_rule(&rs, RULE_EXEC, "/dev/shm"));
+        EXPECT_FALSE(has_rule(&rs, RULE_EXEC, "/dev"));
         EXPECT_FALSE(has_rule(&rs, RULE_EXEC, "/etc"));
         ASSERT_EQ(2U, rs.n_ports);
         EXPECT_EQ(8080, rs.ports[0]);
         EXPECT_EQ(3128, rs.ports[1]);
 }
 
+/* mqueue: POSIX message queues, by a rule on the job's mqueue file system. */
+TEST(init_argv_mqueue) {
+        _cleanup_strv_free_ char **argv = NULL;
+        LandlockProfile p = { .mode = LANDLOCK_BEST_EFFORT, .min_abi = 1, .mqueue = true };
+        LandlockPaths paths = { .writable = writable_write, .workspace = true, .home = true };
+        Ruleset rs;
+
+        ASSERT_OK(round_trip(&p, &paths, &argv, &rs));
+        EXPECT_TRUE(has_rule(&rs, RULE_RW, "/dev/mqueue"));
+        EXPECT_FALSE(has_rule(&rs, RULE_EXEC, "/dev/mqueue"));
+        EXPECT_FALSE(has_rule(&rs, RULE_RW, "/dev"));
+}
+
+/* A writable path a rule beneath which would open what the ruleset closes: refused, not applied. */
+TEST(init_argv_refuses_wide_writable) {
+        static const char *const bad[] = { "/", "/dev", "/proc", "/sys", "tmp", "/tmp/../dev" };
+        LandlockProfile p = { .mode = LANDLOCK_BEST_EFFORT, .min_abi = 1 };
+        LandlockDecision d = { .decided = true, .mode = LANDLOCK_BEST_EFFORT, .abi = 7 };
+
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                _cleanup_strv_free_ char **argv = NULL;
+                char *writable[] = { "/tmp", (char *) bad[i], NULL };
+                LandlockPaths paths = { .writable = writable };
+
+                printf("# writable %s\n", bad[i]);
+                EXPECT_ERROR(EINVAL, landlock_init_argv(&d, &p, &paths, &argv));
+                EXPECT_TRUE(argv == NULL);
+        }
+}
+
 TEST(init_argv_readonly_workspace_and_allowlist) {
         _cleanup_strv_free_ char **argv = NULL;
         char *allow[] = { "/usr/bin/python3", "/usr/lib", NULL };
+        char *writable[] = { "/tmp", "/dev/shm", "/home/job", NULL }; /* a read-only /workspace is not */
         LandlockProfile p = { .mode = LANDLOCK_REQUIRED, .min_abi = 4, .exec_allow = allow };
-        LandlockPaths paths = { .workspace = "/run/x", .workspace_readonly = true, .home = "/run/h" };
+        LandlockPaths paths = { .writable = writable, .workspace = true, .home = true };
         Ruleset rs;
 
         ASSERT_OK(round_trip(&p, &paths, &argv, &rs));
@@ -264,7 +303,7 @@ TEST(init_argv_connect_any) {
         _cleanup_strv_free_ char **argv = NULL;
         const uint16_t ports[] = { 8080 };
         LandlockProfile p = { .mode = LANDLOCK_BEST_EFFORT, .min_abi = 1, .connect_any = true };
-        LandlockPaths paths = { .home = "/run/h", .ports = ports, .n_ports = 1 };
+        LandlockPaths paths = { .writable = writable_write, .home = true, .ports = ports, .n_ports = 1 };
         Ruleset rs;
 
         ASSERT_OK(round_trip(&p, &paths, &argv, &rs));
@@ -291,7 +330,7 @@ TEST(result_json) {
 
         ASSERT_TRUE(o != NULL);
         EXPECT_STREQ("{\"mode\":\"best-effort\",\"abi\":0,\"applied\":false,\"reason\":\"gVisor implements no "
-                     "Landlock\",\"exec_allow\":[\"\\/usr\"],\"tcp_connect\":\"sidecars\"}",
+                     "Landlock\",\"exec_allow\":[\"\\/usr\"],\"tcp_connect\":\"sidecars\",\"mqueue\":false}",
                      json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
         EXPECT_TRUE(landlock_decision_to_json(&off, &p) == NULL);
 }

@@ -274,41 +274,74 @@ TEST(home_mount_and_environment) {
         ASSERT_TRUE(strv_has(env_none, "HOME=/tmp"));
 }
 
-/* Under a Landlock profile pond-init is the process, the command after its "--", bound read-only. */
+/* Under a Landlock profile pond-init is the process, the command after its "--", bound read-only; its
+ * command line goes in front once the config is complete. */
 TEST(pond_init_in_front_of_the_command) {
         _cleanup_json_ json_object *sc = seccomp_policy(), *c = NULL, *c2 = NULL;
         ResolvedPolicy r = policy(true, FS_OVERLAY, NET_ALLOWLIST), none = policy(false, FS_HOST, NET_OPEN);
         char *init_argv[] = { "/dev/.pond-init", "--abi", "7", "--", NULL };
+        char *no_dashes[] = { "/dev/.pond-init", "--abi", "7", NULL };
+        char *elsewhere[] = { "/tmp/pond-init", "--", NULL };
         JobSpec s = spec();
         OciPaths p = paths(false, NULL);
         json_object *args, *m;
 
         p.init = "/opt/pond/libexec/pond-init";
-        p.init_argv = init_argv;
         ASSERT_OK(oci_config_build(&r, &s, sc, &p, &c));
+        EXPECT_STREQ("python3", json_object_get_string(json_object_array_get_idx(jpath(c, "process.args"), 0)));
+        EXPECT_ERROR(EINVAL, oci_config_set_init(c, no_dashes));
+        EXPECT_ERROR(EINVAL, oci_config_set_init(c, elsewhere));
+        ASSERT_OK(oci_config_set_init(c, init_argv));
         args = jpath(c, "process.args");
         ASSERT_EQ((size_t) 7, json_object_array_length(args));
         EXPECT_STREQ("/dev/.pond-init", json_object_get_string(json_object_array_get_idx(args, 0)));
         EXPECT_STREQ("--", json_object_get_string(json_object_array_get_idx(args, 3)));
         EXPECT_STREQ("python3", json_object_get_string(json_object_array_get_idx(args, 4)));
         EXPECT_STREQ("pytest", json_object_get_string(json_object_array_get_idx(args, 6)));
+        /* once */
+        EXPECT_ERROR(EEXIST, oci_config_set_init(c, init_argv));
         m = find_mount(c, "/dev/.pond-init");
         ASSERT_TRUE(m);
         EXPECT_STREQ("/opt/pond/libexec/pond-init", json_object_get_string(jpath(m, "source")));
         EXPECT_TRUE(has_string(jpath(m, "options"), "ro"));
         EXPECT_TRUE(has_string(jpath(m, "options"), "nosuid"));
-        /* the two together, and never for profile none */
-        p.init_argv = NULL;
-        EXPECT_ERROR(EINVAL, oci_config_build(&r, &s, sc, &p, &c2));
-        p.init_argv = init_argv;
+        /* never for profile none */
         EXPECT_ERROR(EINVAL, oci_config_build(&none, &s, NULL, &p, &c2));
-        /* without it: the command itself */
+        /* without it: the command itself, and no command line for an init that is not bound */
         json_object_put(c);
         p.init = NULL;
-        p.init_argv = NULL;
         ASSERT_OK(oci_config_build(&r, &s, sc, &p, &c));
         EXPECT_STREQ("python3", json_object_get_string(json_object_array_get_idx(jpath(c, "process.args"), 0)));
         EXPECT_TRUE(find_mount(c, "/dev/.pond-init") == NULL);
+        EXPECT_ERROR(EINVAL, oci_config_set_init(c, init_argv));
+}
+
+/* Where the job may write, read back from its config (its Landlock rules): the read-write tmpfs and bind
+ * mounts, never /dev, the kernel's file systems or a read-only mount. */
+TEST(writable_mounts) {
+        _cleanup_json_ json_object *w = build(true, FS_OVERLAY, NET_ALLOWLIST, false, NULL);
+        _cleanup_json_ json_object *rd = build(true, FS_READONLY, NET_BROKER_ONLY, false, NULL);
+        _cleanup_strv_free_ char **lw = NULL, **lr = NULL;
+
+        ASSERT_TRUE(w && rd);
+        ASSERT_OK(oci_config_writable(w, &lw));
+        ASSERT_TRUE(lw != NULL);
+        EXPECT_TRUE(strv_has(lw, "/tmp"));
+        EXPECT_TRUE(strv_has(lw, "/dev/shm"));
+        EXPECT_TRUE(strv_has(lw, "/workspace"));
+        EXPECT_TRUE(strv_has(lw, "/home/job"));
+        EXPECT_EQ((size_t) 4, strv_length(lw));
+        EXPECT_FALSE(strv_has(lw, "/dev"));
+        EXPECT_FALSE(strv_has(lw, "/proc"));
+        EXPECT_FALSE(strv_has(lw, "/dev/mqueue"));
+        EXPECT_FALSE(strv_has(lw, "/dev/pts"));
+        EXPECT_FALSE(strv_has(lw, "/usr"));
+        EXPECT_FALSE(strv_has(lw, "/etc"));
+        /* the read-only posture's workspace is not */
+        ASSERT_OK(oci_config_writable(rd, &lr));
+        EXPECT_FALSE(strv_has(lr, "/workspace"));
+        EXPECT_TRUE(strv_has(lr, "/tmp"));
+        EXPECT_TRUE(strv_has(lr, "/home/job"));
 }
 
 TEST(workspace_readonly_posture_wins_over_paths) {

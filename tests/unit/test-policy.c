@@ -131,6 +131,37 @@ TEST(postures_are_fixed_by_the_profile) {
         ASSERT_STREQ("host", w->image);
 }
 
+/* Every confined profile shipped has Landlock: best-effort where it may run without (gVisor has none), the
+ * locked one required; TCP to the sidecars alone where the network is the allowlist's. */
+TEST(landlock_in_every_confined_profile) {
+        _cleanup_(policy_freep) Policy *p = load();
+        static const struct {
+                const char *block;
+                LandlockMode mode;
+                bool connect_any, mqueue, exec_allow;
+        } cases[] = {
+                { "{\"profile\":\"untrusted-code-read\"}", LANDLOCK_BEST_EFFORT, true, true, false },
+                { "{\"profile\":\"untrusted-code-write\"}", LANDLOCK_BEST_EFFORT, false, true, false },
+                { "{\"profile\":\"untrusted-code-write\",\"backend\":\"runsc\"}", LANDLOCK_BEST_EFFORT, false, true,
+                  false },
+                { "{\"profile\":\"untrusted-code-locked\"}", LANDLOCK_REQUIRED, false, false, true },
+                { "{\"profile\":\"none\"}", LANDLOCK_OFF, false, false, false },
+        };
+
+        ASSERT_TRUE(p != NULL);
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_(resolved_policy_freep) ResolvedPolicy *r = NULL;
+
+                printf("# %s\n", cases[i].block);
+                ASSERT_TRUE(resolve(p, cases[i].block, &r) == NULL);
+                EXPECT_EQ(cases[i].mode, r->landlock.mode);
+                EXPECT_EQ(cases[i].connect_any, r->landlock.connect_any);
+                EXPECT_EQ(cases[i].mqueue, r->landlock.mqueue);
+                EXPECT_EQ(cases[i].exec_allow, r->landlock.exec_allow != NULL);
+                EXPECT_EQ(r->confined, r->landlock.mode != LANDLOCK_OFF);
+        }
+}
+
 TEST(values_reach_the_runtime_units) {
         _cleanup_(policy_freep) Policy *p = load();
         _cleanup_(resolved_policy_freep) ResolvedPolicy *r = NULL;

@@ -8,6 +8,7 @@
 #include "basic/json-util.h"
 #include "basic/log.h"
 #include "basic/macro.h"
+#include "basic/strv.h"
 #include "oci/oci.h"
 #include "policy/home.h"
 #include "policy/seccomp-check.h"
@@ -220,9 +221,9 @@ void oci_job_rlimits(const ResolvedPolicy *r, int resources[OCI_JOB_RLIMITS], st
         }
 }
 
-/* The payload's command, behind pond-init where the profile has Landlock. */
-static json_object *build_args(const JobSpec *spec, const OciPaths *paths) {
-        json_object *a = strv_to_json((const char *const *) paths->init_argv);
+/* The payload's command; pond-init goes in front of it once the config is complete (oci_config_set_init()). */
+static json_object *build_args(const JobSpec *spec) {
+        json_object *a = json_object_new_array();
 
         for (size_t i = 0; a && spec->command[i]; i++)
                 if (push(a, json_object_new_string(spec->command[i])) < 0) {
@@ -256,7 +257,7 @@ static int build_process(const ResolvedPolicy *r, const JobSpec *spec, const Oci
         /* a tty job: the runtime allocates the pty inside the container (its own devpts instance, the slave
          * the job user's) and hands the master to the supervisor through --console-socket */
         if (json_add(p, "terminal", json_object_new_boolean(spec->tty)) < 0 || json_add(p, "user", build_user()) < 0 ||
-            json_add(p, "args", build_args(spec, paths)) < 0 ||
+            json_add(p, "args", build_args(spec)) < 0 ||
             json_add(p, "env", strv_to_json((const char *const *) env)) < 0 ||
             json_add(p, "cwd",
                      json_object_new_string(paths->workspace ? "/workspace" : paths->image_workdir ?: "/")) < 0 ||
@@ -461,8 +462,8 @@ static int check_inputs(const ResolvedPolicy *r, const JobSpec *spec, json_objec
         /* absolute, below the scope, and without "..": the container's cgroup stays below the job's scope */
         if (!paths->rootfs || !paths->cgroups_path || strstr(paths->cgroups_path, ".."))
                 return -EINVAL;
-        /* pond-init and its command line come together, and only to a confined job */
-        if (!paths->init != !paths->init_argv || (paths->init && !r->confined))
+        /* pond-init only in front of a confined job */
+        if (paths->init && !r->confined)
                 return -EINVAL;
         /* a range of its own: never uid 0 on the host, and JOB_UID inside it */
         if (paths->userns &&
@@ -507,4 +508,65 @@ int oci_config_build(const ResolvedPolicy *r, const JobSpec *spec, json_object *
                 return k;
         *ret = TAKE_PTR(c);
         return 0;
+}
+
+static bool options_have(json_object *options, const char *s) {
+        for (size_t i = 0; i < json_object_array_length(options); i++)
+                if (streq(json_object_get_string(json_object_array_get_idx(options, i)), s))
+                        return true;
+        return false;
+}
+
+int oci_config_writable(json_object *config, char ***ret) {
+        json_object *mounts = json_get(config, "mounts");
+        _cleanup_strv_free_ char **l = NULL;
+
+        if (!json_object_is_type(mounts, json_type_array))
+                return -EINVAL;
+        for (size_t i = 0; i < json_object_array_length(mounts); i++) {
+                json_object *m = json_object_array_get_idx(mounts, i), *options = json_get(m, "options");
+                const char *dest = json_object_get_string(json_get(m, "destination")),
+                           *type = json_object_get_string(json_get(m, "type"));
+
+                if (!dest || !type || !json_object_is_type(options, json_type_array))
+                        return -EINVAL;
+                if (!(streq(type, "tmpfs") || streq(type, "bind")) || options_have(options, "ro") ||
+                    streq(dest, "/dev"))
+                        continue;
+                if (strv_push(&l, strdup(dest)) < 0)
+                        return -ENOMEM;
+        }
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
+static bool config_has_mount(json_object *config, const char *dest) {
+        json_object *mounts = json_get(config, "mounts");
+
+        for (size_t i = 0; i < json_object_array_length(mounts); i++) {
+                const char *d = json_object_get_string(json_get(json_object_array_get_idx(mounts, i), "destination"));
+
+                if (d && streq(d, dest))
+                        return true;
+        }
+        return false;
+}
+
+int oci_config_set_init(json_object *config, char *const *init_argv) {
+        json_object *args = json_get(json_get(config, "process"), "args"), *a;
+        size_t n = strv_length((char **) init_argv), len;
+
+        if (n < 2 || !streq(init_argv[0], LANDLOCK_INIT_PATH) || !streq(init_argv[n - 1], "--") ||
+            !json_object_is_type(args, json_type_array) || !config_has_mount(config, LANDLOCK_INIT_PATH))
+                return -EINVAL;
+        len = json_object_array_length(args);
+        if (len > 0 && streq(json_object_get_string(json_object_array_get_idx(args, 0)), LANDLOCK_INIT_PATH))
+                return -EEXIST;
+        a = strv_to_json((const char *const *) init_argv);
+        for (size_t i = 0; a && i < len; i++)
+                if (push(a, json_object_get(json_object_array_get_idx(args, i))) < 0) {
+                        json_object_put(a);
+                        return -ENOMEM;
+                }
+        return json_add(json_get(config, "process"), "args", a);
 }

@@ -30,8 +30,8 @@ typedef struct OciPaths {
         const char *userns;        /* the job's user namespace to join by path (runc), or NULL: none */
         uid_t userns_base;         /* its ids 0..userns_size-1 are userns_base.. on the host */
         uint32_t userns_size;
-        const char *init;          /* pond-init on the host, bound read-only at LANDLOCK_INIT_PATH, or NULL */
-        char *const *init_argv;    /* its argv up to "--" (landlock_init_argv()): the payload's command follows */
+        const char *init;          /* pond-init on the host, bound read-only at LANDLOCK_INIT_PATH, or NULL;
+                                    * its command line comes after the config is complete: oci_config_set_init() */
 } OciPaths;
 
 /* The job's rlimits (nofile, nproc, core), as config.json has them without a user namespace. With one, the
@@ -44,6 +44,16 @@ void oci_job_rlimits(const ResolvedPolicy *r, int resources[OCI_JOB_RLIMITS], st
 /* Builds config.json. seccomp is policy's linux.seccomp object (copied in for confined profiles). */
 int oci_config_build(const ResolvedPolicy *r, const JobSpec *spec, json_object *seccomp, const OciPaths *paths,
                      json_object **ret);
+
+/* The destinations of config's read-write tmpfs and bind mounts, in their order: where the job may write
+ * (its Landlock rules are these, so that they cannot drift from its mounts). Not /dev, the runtime's
+ * device directory (root's, mode 755; a rule beneath it would cover /dev/mqueue and every device), nor the
+ * kernel's file systems (proc, mqueue, devpts: their writable parts are granted one by one or not at all). */
+int oci_config_writable(json_object *config, char ***ret);
+
+/* Puts pond-init's argv (its path first, "--" last) in front of the config's process.args: only to a config
+ * built with paths->init, and once. */
+int oci_config_set_init(json_object *config, char *const *init_argv);
 
 /* The job's environment, built from scratch: a fixed base plus the spec's env. NULL-terminated. */
 int oci_job_environment(const ResolvedPolicy *r, const JobSpec *spec, char *const *posture_env, char ***ret);

@@ -41,8 +41,8 @@ static const char *const exec_default_system[] = {
         "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt",
 };
 
-/* The only places a job may write, besides the device files: its workspace (when mounted read-write),
- * /tmp, its home and /dev/shm (POSIX shared memory and semaphores: Python's multiprocessing locks). */
+/* The device files a shell and a pty need: read, write, ioctl, nothing made beside them. The places a job
+ * may write besides them are its config's read-write mounts (LandlockPaths.writable). */
 static const char *const dev_files[] = {
         "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/pts",
 };
@@ -52,6 +52,7 @@ typedef struct LandlockFields {
         char *tcp_connect;
         unsigned min_abi;
         json_object *exec_allow;
+        bool mqueue;
 } LandlockFields;
 
 static const char *exec_path_check(const char *s) {
@@ -81,6 +82,7 @@ int landlock_profile_parse(json_object *o, const char *where, LandlockProfile *r
                   .max = LANDLOCK_EXEC_ALLOW_MAX },
                 { "tcp_connect", JSON_STRING, .offset = offsetof(LandlockFields, tcp_connect), .min = 1, .max = 16,
                   .check = tcp_connect_check },
+                { "mqueue", JSON_BOOL, .offset = offsetof(LandlockFields, mqueue) },
                 {}
         };
         LandlockFields f = { .min_abi = 1 };
@@ -110,6 +112,7 @@ int landlock_profile_parse(json_object *o, const char *where, LandlockProfile *r
                         return -ENOMEM;
         }
         ret->min_abi = f.min_abi;
+        ret->mqueue = f.mqueue;
         ret->exec_allow = TAKE_PTR(allow);
         return 0;
 }
@@ -166,6 +169,38 @@ static int push2(char ***l, const char *opt, const char *value) {
         return 0;
 }
 
+/* A writable path from the job's config: absolute, without "..", and none of these (a rule beneath one
+ * would open /proc's writable files, /dev/mqueue or devices, which the ruleset closes or grants one by one). */
+static bool writable_is_valid(const char *s) {
+        static const char *const never[] = { "/", "/dev", "/proc", "/sys" };
+
+        if (exec_path_check(s))
+                return false;
+        for (size_t i = 0; i < ELEMENTSOF(never); i++)
+                if (streq(s, never[i]))
+                        return false;
+        return true;
+}
+
+static int push_exec(char ***l, const LandlockProfile *p, const LandlockPaths *paths) {
+        int r = 0;
+
+        if (p->exec_allow) {
+                for (size_t i = 0; r >= 0 && p->exec_allow[i]; i++)
+                        r = push2(l, "--exec", p->exec_allow[i]);
+                return r;
+        }
+        for (size_t i = 0; r >= 0 && i < ELEMENTSOF(exec_default_system); i++)
+                r = push2(l, "--exec", exec_default_system[i]);
+        if (r >= 0)
+                r = push2(l, "--exec", "/tmp");
+        if (r >= 0 && paths->home)
+                r = push2(l, "--exec", HOME_DIR);
+        if (r >= 0 && paths->workspace)
+                r = push2(l, "--exec", "/workspace");
+        return r;
+}
+
 int landlock_init_argv(const LandlockDecision *d, const LandlockProfile *p, const LandlockPaths *paths,
                        char ***ret) {
         _cleanup_strv_free_ char **l = NULL;
@@ -174,35 +209,23 @@ int landlock_init_argv(const LandlockDecision *d, const LandlockProfile *p, cons
 
         if (!d->decided || d->abi == 0 || d->abi > LANDLOCK_ABI_MAX)
                 return -EINVAL;
+        for (size_t i = 0; paths->writable && paths->writable[i]; i++)
+                if (!writable_is_valid(paths->writable[i]))
+                        return -EINVAL;
         snprintf(num, sizeof num, "%u", d->abi);
         r = strv_push(&l, strdup(LANDLOCK_INIT_PATH));
         if (r >= 0)
                 r = push2(&l, "--abi", num);
         if (r >= 0)
                 r = push2(&l, "--read", "/");
-        if (r >= 0)
-                r = push2(&l, "--rw", "/tmp");
-        if (r >= 0)
-                r = push2(&l, "--rw", "/dev/shm");
-        if (r >= 0 && paths->home)
-                r = push2(&l, "--rw", HOME_DIR);
-        if (r >= 0 && paths->workspace && !paths->workspace_readonly)
-                r = push2(&l, "--rw", "/workspace");
+        for (size_t i = 0; r >= 0 && paths->writable && paths->writable[i]; i++)
+                r = push2(&l, "--rw", paths->writable[i]);
+        if (r >= 0 && p->mqueue)
+                r = push2(&l, "--rw", LANDLOCK_MQUEUE_PATH);
         for (size_t i = 0; r >= 0 && i < ELEMENTSOF(dev_files); i++)
                 r = push2(&l, "--dev", dev_files[i]);
-        if (p->exec_allow)
-                for (size_t i = 0; r >= 0 && p->exec_allow[i]; i++)
-                        r = push2(&l, "--exec", p->exec_allow[i]);
-        else {
-                for (size_t i = 0; r >= 0 && i < ELEMENTSOF(exec_default_system); i++)
-                        r = push2(&l, "--exec", exec_default_system[i]);
-                if (r >= 0)
-                        r = push2(&l, "--exec", "/tmp");
-                if (r >= 0 && paths->home)
-                        r = push2(&l, "--exec", HOME_DIR);
-                if (r >= 0 && paths->workspace)
-                        r = push2(&l, "--exec", "/workspace");
-        }
+        if (r >= 0)
+                r = push_exec(&l, p, paths);
         if (r >= 0 && p->connect_any)
                 r = push2(&l, "--connect", "any");
         for (size_t i = 0; r >= 0 && !p->connect_any && i < paths->n_ports; i++) {
@@ -236,5 +259,6 @@ json_object *landlock_decision_to_json(const LandlockDecision *d, const Landlock
         }
         json_object_object_add(o, "exec_allow", a);
         json_object_object_add(o, "tcp_connect", json_object_new_string(p->connect_any ? "any" : "sidecars"));
+        json_object_object_add(o, "mqueue", json_object_new_boolean(p->mqueue));
         return o;
 }

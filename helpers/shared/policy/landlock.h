@@ -31,9 +31,16 @@ typedef struct LandlockProfile {
         char **exec_allow;      /* where execution is allowed (directories or files); NULL: the defaults */
         bool connect_any;       /* "tcp_connect": "any": TCP left to nftables (default "sidecars": only
                                  * the job's proxy and broker ports) */
+        bool mqueue;            /* "mqueue": true: /dev/mqueue writable, so POSIX message queues (mq_open)
+                                 * work; default false: EACCES */
 } LandlockProfile;
 
-/* The profile's "landlock" object, strictly: {mode, min_abi?, exec_allow?, tcp_connect?}; NULL o: off. */
+/* Where POSIX message queues live: the job's IPC namespace's own mqueue file system (its mount and the one
+ * mq_open() uses share their root, which is where the rule goes). */
+#define LANDLOCK_MQUEUE_PATH "/dev/mqueue"
+
+/* The profile's "landlock" object, strictly: {mode, min_abi?, exec_allow?, tcp_connect?, mqueue?}; NULL o:
+ * off. */
 int landlock_profile_parse(json_object *o, const char *where, LandlockProfile *ret, char **ret_error);
 void landlock_profile_done(LandlockProfile *p);
 
@@ -54,16 +61,19 @@ int landlock_decide(const LandlockProfile *p, const char *backend, unsigned host
                     LandlockDecision *ret, char **ret_error);
 
 typedef struct LandlockPaths {
-        const char *workspace;  /* mounted at /workspace: read-write unless workspace_readonly */
-        bool workspace_readonly;
-        const char *home;       /* the job's home, read-write */
+        char *const *writable;  /* where the job may write: the destinations of its config's read-write
+                                 * mounts (oci_config_writable()), NULL-terminated; never / or /dev */
+        bool workspace;         /* /workspace is mounted (read-only or not): executable by default */
+        bool home;              /* the job's home is mounted at HOME_DIR: executable by default */
         const uint16_t *ports;  /* TCP connect allowed only to these (the job's sidecars) */
         size_t n_ports;
 } LandlockPaths;
 
-/* pond-init's argv up to and including "--" (the payload's command follows). */
+/* pond-init's argv up to and including "--" (the payload's command follows). -EINVAL for a writable path
+ * that is not absolute, is / or /dev, or has a ".." (a rule there would open what the ruleset closes). */
 int landlock_init_argv(const LandlockDecision *d, const LandlockProfile *p, const LandlockPaths *paths,
                        char ***ret);
 
-/* The result's "landlock": {mode, abi, applied, reason, exec_allow}; NULL when off or not decided. */
+/* The result's "landlock": {mode, abi, applied, reason, exec_allow, tcp_connect, mqueue}; NULL when off or
+ * not decided. */
 json_object *landlock_decision_to_json(const LandlockDecision *d, const LandlockProfile *p);
