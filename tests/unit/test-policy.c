@@ -141,8 +141,8 @@ TEST(landlock_in_every_confined_profile) {
                 bool connect_any, mqueue, exec_allow;
         } cases[] = {
                 { "{\"profile\":\"untrusted-code-read\"}", LANDLOCK_BEST_EFFORT, true, true, false },
-                { "{\"profile\":\"untrusted-code-write\"}", LANDLOCK_BEST_EFFORT, false, true, false },
-                { "{\"profile\":\"untrusted-code-write\",\"backend\":\"runsc\"}", LANDLOCK_BEST_EFFORT, false, true,
+                { "{\"profile\":\"untrusted-code-write\"}", LANDLOCK_BEST_EFFORT, true, true, false },
+                { "{\"profile\":\"untrusted-code-write\",\"backend\":\"runsc\"}", LANDLOCK_BEST_EFFORT, true, true,
                   false },
                 { "{\"profile\":\"untrusted-code-locked\"}", LANDLOCK_REQUIRED, false, false, true },
                 { "{\"profile\":\"none\"}", LANDLOCK_OFF, false, false, false },
