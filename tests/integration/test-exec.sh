@@ -8,7 +8,8 @@
 # the per-call timeout kills the command's process group (control: a longer one lets it finish); the output
 # cap holds (control: without it, all of it); stdin, cwd and env reach the command; more execs at once than
 # the init serves are refused, clearly; every exec is in the job's signed transcript, each stream's sha256
-# that of what its caller received (control: an edited copy of the result does not verify).
+# that of what its caller received (control: an edited copy of the result does not verify), profile none's
+# (the runtime's exec) too.
 # Usage: run by meson (suite integration) as root on a systemd host, or with POND_BOX=NAME.
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/pond.sh"
@@ -193,6 +194,27 @@ OUT=$(pond verify --pubkey /etc/pond/keys/sign.pub --job-id "$id" "$tmp/copy-fil
 t_like "a copy with a file added to execs/ does not verify" "FAILED: execs/ holds files not covered" "$OUT"
 in_box rm -rf "$tmp"
 t_clean "nothing of the transcript job is left" "$id"
+
+# Profile none: the runtime's exec (no init serves execs) is recorded the same way, as the runtime's.
+id=$(new_id exec-none)
+printf '{"job_id":"%s","tenant":"t","command":["sh","-c","echo ready; exec sleep 300"],"sandbox":{"profile":"none","backend":"%s"}}\n' \
+        "$id" "$BACKEND" | in_box "$PONDCTL" submit - >/dev/null
+for _ in $(seq 600); do
+        pond logs "$id" 2>/dev/null | grep -q '^ready' && break
+        sleep 0.1
+done
+t_eq "profile none: the runtime's exec runs" "via the runtime" "$(pond exec "$id" -- echo via the runtime 2>&1)"
+pond cancel "$id" >/dev/null 2>&1
+pond wait -q "$id" >/dev/null 2>&1
+t_ok "... the result verifies" pond verify --pubkey /etc/pond/keys/sign.pub --job-id "$id" "$POND_STATE/results/$id"
+# shellcheck disable=SC2016 # python's
+OUT=$(in_box python3 -c 'import hashlib, json, sys
+e = [json.loads(l) for l in open(sys.argv[1] + "/execs/index", "rb")]
+print(len(e), e[0]["via"], e[0]["argv"], e[0]["status"],
+      e[0]["stdout"]["sha256"] == hashlib.sha256(b"via the runtime\n").hexdigest())' "$POND_STATE/results/$id" 2>&1)
+t_eq "... its transcript has the call, the runtime's, with the sha256 of what came back" \
+        "1 runtime ['echo', 'via', 'the', 'runtime'] 0 True" "$OUT"
+t_clean "nothing of the profile none job is left" "$id"
 
 # A payload that kills its init: under runc it cannot (the kernel drops the signal) and the job ends with
 # the payload's own status; gVisor delivers it, the init dies, and the job ends with it as with a payload
