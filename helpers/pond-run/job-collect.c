@@ -2,7 +2,7 @@
 /* job-collect.c: phase 8 of the design: everything the result reports, gathered once the
  * payload is over: its exit (killing and reaping an init a failure left running), OOM kills, the payload
  * and the sidecars stopped (so nothing changes what is collected, and the sidecars' totals are final),
- * input_sha, and the artifacts and the log, put into the staged result directory. */
+ * input_sha, and the artifacts, the log and the exec transcript, put into the staged result directory. */
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -149,7 +149,8 @@ static int link_logs(const Job *j, int staged_fd) {
         return 0;
 }
 
-/* What the job left, if it ran: the artifacts and the log into the staged result directory. */
+/* What the job left, if it ran: the artifacts, the log and the exec transcript into the staged result
+ * directory. */
 static int collect_files(Job *j) {
         int r;
 
@@ -164,7 +165,7 @@ static int collect_files(Job *j) {
         r = link_logs(j, j->result.staged_fd);
         if (r < 0)
                 return log_error_errno(r, "Cannot link the job's log into its result: %m");
-        return 0;
+        return job_transcript_collect(j, j->result.staged_fd);
 }
 
 int job_collect(Job *j, int r) {

@@ -144,6 +144,7 @@ static int copy_start(ConsoleConn *c, JobCopy *cp) {
         JobConsole *con = &j->console;
         const char *roots[4], *root = NULL, *why = NULL;
         _cleanup_strv_free_ char **argv = NULL;
+        _cleanup_free_ char *twhy = NULL;
         ConsoleExecRequest ex = {};
         int r;
 
@@ -168,11 +169,17 @@ static int copy_start(ConsoleConn *c, JobCopy *cp) {
         if (r < 0)
                 return refuse(c, r, "out of memory");
         ex = (ConsoleExecRequest) { .argv = argv, .cwd = (char *) "/", .output_max = CONSOLE_COPY_MAX };
-        c->number = ++con->n_execs;
+        /* a tool call as an exec is: in the signed transcript, its put's bytes as its stdin, a get's as its
+         * stdout; one the transcript cannot hold does not run */
+        r = job_transcript_begin(c, &ex, "init", cp->req.put, &twhy);
+        if (r < 0)
+                return refuse(c, r, "cp with job %s refused: %s", j->paths.id, twhy ?: strerror(-r));
         c->progress = copy_finish;
         c->observe = cp->req.put ? NULL : on_get_output;
         c->stdin_taken = on_stdin_taken;
         r = job_init_exec(c, &ex, cp->req.put ? INIT_EXEC_STDIN_STREAM : 0);
+        if (r < 0)
+                job_transcript_abort(j, c->number);
         if (r < 0)
                 return refuse(c, r, "cp into job %s: cannot send it to the job's init: %s", j->paths.id,
                               r == -EBUSY ? "every slot is busy" : strerror(-r));
@@ -225,6 +232,7 @@ int job_cp_input(ConsoleConn *c, const char *buf, size_t n) {
         cp->over = cp->bytes + (n - 1) > cp->req.size;
         cp->bytes += n - 1;
         crypto_hash_sha256_update(&cp->sha, (const unsigned char *) buf + 1, n - 1);
+        job_transcript_input(c->job, c->number, buf + 1, n - 1);
         r = job_init_exec_stdin(c, buf + 1, n - 1);
         if (r < 0)
                 return refuse(c, r, "cp: cannot pass the bytes on to the job's init: %s", strerror(-r));

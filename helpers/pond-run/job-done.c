@@ -7,6 +7,7 @@
 void job_done(Job *j) {
         job_result_done(&j->result);
         job_console_done(&j->console);
+        job_transcript_done(&j->transcript);
         job_runtime_done(&j->runtime);
         for (PondSidecar s = 0; s < _POND_SIDECAR_MAX; s++)
                 job_sidecar_done(&j->sidecars[s]);

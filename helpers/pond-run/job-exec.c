@@ -7,8 +7,9 @@
  * Elsewhere (profile none) the runtime's exec runs the bundle's own process object with its args replaced
  * (the same user, capabilities, no_new_privs, cwd, env, rlimits), the exec step moved into the job's scope
  * before it runs; a backend whose exec would not apply the job's seccomp filter is refused. Audited at its
- * start and end (the caller's uid, argv, rc, duration); its stdout, stderr and exit status go back to the
- * caller. Refused once the payload's init has exited. */
+ * start and end (the caller's uid, argv, rc, duration) and recorded in the job's transcript before it may
+ * run (job-transcript.c: an exec it cannot hold is refused); its stdout, stderr and exit status go back to
+ * the caller. Refused once the payload's init has exited. */
 #include <assert.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -112,7 +113,11 @@ static void maybe_finish(ConsoleConn *c) {
         Job *j = c->job;
         struct { int32_t status; uint32_t flags; } x = { c->status, 0 };
 
-        if (!c->exited || c->pipe[0] >= 0 || c->pipe[1] >= 0 || c->pending)
+        if (!c->exited || c->pipe[0] >= 0 || c->pipe[1] >= 0)
+                return;
+        /* all its output has passed (through the init: ended with its INIT_EXIT already) */
+        job_transcript_end(j, c->number, c->status, c->exit_flags, false);
+        if (c->pending)
                 return;
         if (!c->exit_sent) {
                 if (c->exit_flags & INIT_EXIT_TIMED_OUT)
@@ -151,6 +156,7 @@ static int on_output(sd_event_source *s, int fd, uint32_t revents, void *userdat
                 maybe_finish(c);
                 return 0;
         }
+        job_transcript_output(c->job, c->number, i == 0 ? CONSOLE_STDOUT : CONSOLE_STDERR, buf, (size_t) n);
         r = job_console_conn_send(c, i == 0 ? CONSOLE_STDOUT : CONSOLE_STDERR, buf, (size_t) n);
         if (r == -EAGAIN)
                 /* the caller is slow: the exec waits for it (job_exec_resume()) */
@@ -224,8 +230,23 @@ static int runtime_job(Job *j, char **ret_log) {
         return asprintf(ret_log, "%s/" JOB_RUNTIME_LOG, j->paths.run) < 0 ? -ENOMEM : 0;
 }
 
+/* A runtime exec the job's end overtook: what its pipes hold now goes into the transcript, without waiting,
+ * and it ends there without a status (its process went with the job's scope). */
+static void drain_recorded(ConsoleConn *c) {
+        char buf[CONSOLE_DATA_MAX];
+
+        if (c->init_slot >= 0 || !job_transcript_running(c->job, c->number))
+                return;
+        for (int i = 0; i < 2; i++)
+                for (ssize_t n; c->pipe[i] >= 0 && (n = read(c->pipe[i], buf, sizeof buf)) > 0;)
+                        job_transcript_output(c->job, c->number, i == 0 ? CONSOLE_STDOUT : CONSOLE_STDERR, buf,
+                                              (size_t) n);
+        job_transcript_end(c->job, c->number, -1, 0, true);
+}
+
 /* The release hook of an exec's connection (job_console_conn_free()). */
 static void exec_release(ConsoleConn *c) {
+        drain_recorded(c);
         job_init_exec_abandon(c);
         if (c->exec_req) {
                 console_exec_request_done(c->exec_req);
@@ -244,7 +265,7 @@ static void exec_release(ConsoleConn *c) {
 static int exec_runtime(ConsoleConn *c, const ConsoleExecRequest *req) {
         Job *j = c->job;
         JobConsole *con = &j->console;
-        _cleanup_free_ char *file = NULL, *log_file = NULL;
+        _cleanup_free_ char *file = NULL, *log_file = NULL, *why = NULL;
         _cleanup_strv_free_ char **rt_argv = NULL;
         _cleanup_close_ int go = -EBADF;
         char **argv = req->argv;
@@ -267,8 +288,7 @@ static int exec_runtime(ConsoleConn *c, const ConsoleExecRequest *req) {
         if (con->execs_running >= j->input.resolved->exec_concurrency)
                 return refuse(c, -EBUSY, "job %s has %u execs running already, its exec_concurrency",
                               j->paths.id, con->execs_running);
-        c->number = ++con->n_execs;
-        r = process_file(j, argv, c->number, &file);
+        r = process_file(j, argv, ++con->n_execs, &file);
         if (r >= 0)
                 r = runtime_job(j, &log_file);
         if (r >= 0)
@@ -301,6 +321,12 @@ static int exec_runtime(ConsoleConn *c, const ConsoleExecRequest *req) {
                 sigkill_wait(&c->pid);
                 return refuse(c, r, "exec into job %s: %s", j->paths.id, strerror(-r));
         }
+        /* recorded before it may run: an exec the transcript cannot hold does not run */
+        r = job_transcript_begin(c, req, "runtime", false, &why);
+        if (r < 0) {
+                sigkill_wait(&c->pid);
+                return refuse(c, r, "exec into job %s refused: %s", j->paths.id, why ?: strerror(-r));
+        }
         audit_event(&j->audit, POND_EVENT_EXEC, AUDIT_NO_RC, "exec %u by uid %u in %s: %s", c->number,
                     (unsigned) c->uid, j->paths.scope, argv_words(argv, words, sizeof words));
         con->execs_running++;
@@ -314,15 +340,21 @@ static int exec_runtime(ConsoleConn *c, const ConsoleExecRequest *req) {
 static int exec_init(ConsoleConn *c, const ConsoleExecRequest *req) {
         Job *j = c->job;
         JobConsole *con = &j->console;
+        _cleanup_free_ char *why = NULL;
         char words[512];
         int r;
 
         if (con->execs_running >= j->input.resolved->exec_concurrency)
                 return refuse(c, -EBUSY, "job %s has %u execs running already, its exec_concurrency",
                               j->paths.id, con->execs_running);
-        c->number = ++con->n_execs;
+        /* recorded before it is sent: an exec the transcript cannot hold does not run */
+        r = job_transcript_begin(c, req, "init", false, &why);
+        if (r < 0)
+                return refuse(c, r, "exec into job %s refused: %s", j->paths.id, why ?: strerror(-r));
         c->progress = maybe_finish;
         r = job_init_exec(c, req, 0);
+        if (r < 0)
+                job_transcript_abort(j, c->number);
         if (r == -EBUSY)
                 return refuse(c, r, "job %s has %d execs running or ending already, the most its init serves",
                               j->paths.id, INIT_SLOTS);

@@ -46,6 +46,7 @@ int job_init_prepare(Job *j) {
                 return 0;
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) < 0)
                 return -errno;
+        ch->job = j;
         ch->fd = pair[0];
         ch->child_fd = pair[1];
         ch->in = malloc(JOB_INIT_IN_MAX);
@@ -165,6 +166,7 @@ int job_init_exec(ConsoleConn *c, const ConsoleExecRequest *req, uint32_t flags)
         ch->busy[slot] = true;
         ch->stdin_open[slot] = flags & INIT_EXEC_STDIN_STREAM;
         ch->conns[slot] = c;
+        ch->seq[slot] = c->number;
         c->init_slot = slot;
         return 0;
 }
@@ -231,6 +233,13 @@ void job_init_exec_abandon(ConsoleConn *c) {
         c->ack_owed = false;
 }
 
+/* The slot's exec in the transcript, ended without a status: the init is gone. */
+static void slot_end_recorded(JobInitChannel *ch, int slot) {
+        if (ch->job && ch->seq[slot] > 0)
+                job_transcript_end(ch->job, ch->seq[slot], -1, 0, true);
+        ch->seq[slot] = 0;
+}
+
 /* The init's end of the channel is gone (it exited, or broke the protocol): every exec in flight ends
  * without a status, which its caller is told. */
 static void channel_end(JobInitChannel *ch, const char *why) {
@@ -242,6 +251,8 @@ static void channel_end(JobInitChannel *ch, const char *why) {
         for (int i = 0; i < INIT_SLOTS; i++) {
                 ConsoleConn *c = ch->conns[i];
 
+                if (ch->busy[i])
+                        slot_end_recorded(ch, i);
                 ch->conns[i] = NULL;
                 ch->busy[i] = ch->stdin_open[i] = ch->stdin_flight[i] = ch->stdin_end_owed[i] = false;
                 if (!c)
@@ -255,15 +266,18 @@ static void channel_end(JobInitChannel *ch, const char *why) {
 
 static void on_output_frame(JobInitChannel *ch, const InitFrame *h, const char *data) {
         ConsoleConn *c = ch->conns[h->slot];
+        ConsoleMessage type = h->type == INIT_STDOUT ? CONSOLE_STDOUT : CONSOLE_STDERR;
         int r;
 
+        /* recorded as it passes, whether its caller is still there or not */
+        job_transcript_output(ch->job, ch->seq[h->slot], type, data, h->len);
         if (!c) {
                 send_ack(ch, h->slot); /* its caller went away: dropped */
                 return;
         }
-        if (c->observe && h->type == INIT_STDOUT)
+        if (c->observe && type == CONSOLE_STDOUT)
                 c->observe(c, data, h->len);
-        r = job_console_conn_send(c, h->type == INIT_STDOUT ? CONSOLE_STDOUT : CONSOLE_STDERR, data, h->len);
+        r = job_console_conn_send(c, type, data, h->len);
         if (r == -EAGAIN)
                 c->ack_owed = true; /* job_exec_resume() once the caller took it */
         else
@@ -275,6 +289,8 @@ static void on_exit_frame(JobInitChannel *ch, const InitFrame *h, const char *da
         InitExit x;
 
         memcpy(&x, data, sizeof x);
+        job_transcript_end(ch->job, ch->seq[h->slot], x.status, x.flags, false);
+        ch->seq[h->slot] = 0;
         ch->busy[h->slot] = false;
         ch->stdin_open[h->slot] = ch->stdin_flight[h->slot] = ch->stdin_end_owed[h->slot] = false;
         ch->conns[h->slot] = NULL;
@@ -426,6 +442,9 @@ void job_init_lost(Job *j) {
 }
 
 void job_init_done(JobInitChannel *ch) {
+        for (int i = 0; i < INIT_SLOTS; i++)
+                if (ch->busy[i])
+                        slot_end_recorded(ch, i);
         ch->src = sd_event_source_disable_unref(ch->src);
         safe_close(ch->fd);
         safe_close(ch->child_fd);

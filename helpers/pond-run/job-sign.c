@@ -108,7 +108,7 @@ static void add_sidecar_died(const Job *j, json_object *o) {
 static void add_posture(Job *j, json_object *o) {
         const JobInput *in = &j->input;
         const ResolvedPolicy *res = in->resolved;
-        json_object *log_stats = NULL;
+        json_object *log_stats = NULL, *execs;
 
         json_object_object_add(o, "profile", json_str(res ? res->profile : NULL));
         json_object_object_add(o, "backend", json_str(res ? res->backend : NULL));
@@ -123,6 +123,10 @@ static void add_posture(Job *j, json_object *o) {
         /* Signed only with the files it covers: job_collect() links the log into the result once it ran. */
         if (j->runtime.log_open && j->outcome.started_usec != 0 && output_log_stats(&j->runtime.log, &log_stats) >= 0)
                 json_object_object_add(o, "log", log_stats);
+        /* Only with its files, and only when an exec was recorded: a result without execs has no execs/. */
+        execs = job_transcript_json(j);
+        if (execs)
+                json_object_object_add(o, TRANSCRIPT_DIR, execs);
         json_object_object_add(o, "resources", job_resview_json(j));
         json_object_object_add(o, "usage", job_usage_json(j));
         if (res && in->landlock.decided && res->landlock.mode != LANDLOCK_OFF)

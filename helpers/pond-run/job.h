@@ -24,6 +24,7 @@
 #include "policy/policy.h"
 #include "policy/spec.h"
 #include "result/output.h"
+#include "result/transcript.h"
 #include "resview/resview.h"
 #include "rootfs/image.h"
 #include "runtime/runtime.h"
@@ -221,7 +222,9 @@ typedef struct JobInitChannel {
         size_t out_len;
         char *in;                       /* a frame being read: its header and at most INIT_CHUNK_MAX bytes */
         size_t in_len;
+        struct Job *job;                /* whose init it is (its execs are recorded in the job's transcript) */
         ConsoleConn *conns[INIT_SLOTS]; /* whose exec each slot runs (NULL: its caller went away) */
+        unsigned seq[INIT_SLOTS];       /* the transcript's number of each slot's exec (job-transcript.c), 0: none */
         bool busy[INIT_SLOTS];          /* until the slot's INIT_EXIT */
         bool stdin_open[INIT_SLOTS];    /* a streamed stdin whose end is not sent yet */
         bool stdin_flight[INIT_SLOTS];  /* an INIT_STDIN the init has not taken yet */
@@ -250,11 +253,19 @@ typedef struct JobConsole {
         size_t out_len;
         char *in;                       /* the caller's input the tty or pipe has not taken yet */
         size_t in_len;
-        unsigned n_execs, execs_running;
+        unsigned n_execs;               /* runtime execs prepared (their process files' numbers) */
+        unsigned execs_running;
         JobInitChannel init;            /* execs through the job's init (job-init.c) */
         void (*closed)(void *userdata); /* the master's end (the run loop counts it as a stream) */
         void *userdata;
 } JobConsole;
+
+/* The transcript of the execs into the job (job-transcript.c): made at the first exec. */
+typedef struct JobTranscript {
+        Transcript *t;
+        json_object *stats;             /* its totals once the job ended (job_collect()) */
+        bool linked;                    /* its files are in the staged result: "execs" signs them */
+} JobTranscript;
 
 /* What the job sees of its resources, and its leased CPUs (job-resview.c). */
 typedef struct JobView {
@@ -300,6 +311,7 @@ typedef struct Job {
         JobView view;
         JobRuntime runtime;
         JobConsole console;
+        JobTranscript transcript;
         JobOutcome outcome;
         JobResult result;
         unsigned teardown_next;         /* the first step job_teardown() has not run yet */
@@ -536,6 +548,25 @@ int job_cp_request(ConsoleConn *c, const char *buf, size_t n);
 int job_cp_input(ConsoleConn *c, const char *buf, size_t n);
 /* The caller took the pending packet. */
 void job_cp_resume(ConsoleConn *c);
+/*    job-transcript.c: every exec recorded as it runs (result/transcript.h): its call, its stdin, stdout
+ *    and stderr hashed as they pass and kept within the job's budget, its end; linked into the result. */
+/* Before the exec is let go: its number in c->number, or a refusal's reason in *ret_why. */
+int job_transcript_begin(ConsoleConn *c, const ConsoleExecRequest *req, const char *via, bool stdin_stream,
+                         char **ret_why);
+/* CONSOLE_STDOUT or CONSOLE_STDERR bytes of exec seq, as they pass (its caller there or not). */
+void job_transcript_output(Job *j, unsigned seq, ConsoleMessage type, const void *buf, size_t n);
+/* A streamed stdin's bytes (a copy's), as they pass to the init. */
+void job_transcript_input(Job *j, unsigned seq, const void *buf, size_t n);
+bool job_transcript_running(const Job *j, unsigned seq);
+/* Its end: status and INIT_EXIT_* flags; init_ended: the job ended under it, no status is known. */
+void job_transcript_end(Job *j, unsigned seq, int status, uint32_t init_flags, bool init_ended);
+/* Begun but never let go. */
+void job_transcript_abort(Job *j, unsigned seq);
+/* job_collect(): what still runs ended, the files linked into the staged result (if any exec was recorded). */
+int job_transcript_collect(Job *j, int staged_fd);
+/* result.json's "execs", or NULL when the result has no transcript. */
+json_object *job_transcript_json(const Job *j);
+void job_transcript_done(JobTranscript *jt);
 
 /*    job-init.c: the channel to pond-init, which serves execs as the payload's sibling (console/init-proto.h;
  *    docs/threat-model.md, "The job's init"). The bundle starts pond-init with a channel when the job is

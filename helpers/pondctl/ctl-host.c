@@ -22,6 +22,7 @@
 #include "ctl-options.h"
 #include "ctl.h"
 #include "result/result.h"
+#include "result/transcript.h"
 
 #define _cleanup_bus_ _cleanup_(sd_bus_flush_close_unrefp)
 
@@ -70,10 +71,11 @@ static void host_fetch_done(HostFetch *f) {
         *f = (HostFetch) HOST_FETCH_NULL;
 }
 
-/* What a result directory holds at its top (result.c): result_verify() covers artifacts/ and log/ whole, but
- * does not look at anything else beside them, which is then not covered by the signature. */
+/* What a result directory holds at its top (result.c): result_verify() covers artifacts/, log/ and execs/
+ * whole, but does not look at anything else beside them, which is then not covered by the signature. */
 static int top_level_check(const char *dir, char **ret_error) {
-        static const char *const names[] = { RESULT_JSON_FILE, RESULT_SIG_FILE, RESULT_ARTIFACTS_DIR, RESULT_LOG_DIR };
+        static const char *const names[] = { RESULT_JSON_FILE, RESULT_SIG_FILE, RESULT_ARTIFACTS_DIR, RESULT_LOG_DIR,
+                                             TRANSCRIPT_DIR };
         _cleanup_closedir_ DIR *d = opendir(dir);
         struct dirent *de;
 

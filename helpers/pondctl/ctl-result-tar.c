@@ -23,21 +23,24 @@
 #include "ctl.h"
 #include "result/collect.h"
 #include "result/result.h"
+#include "result/transcript.h"
 
 #define TAR_BLOCK 65536
 
 /* What one result can hold (docs/result-format.md), so that every valid result unpacks and nothing much
  * larger does. Bytes: the largest artifacts/ a spec may ask for (JOB_SPEC_MAX_ARTIFACT_BYTES), the largest
  * log (JOB_SPEC_MAX_OUTPUT_BYTES, stdout and stderr together) and twice that for its index (a line per chunk
- * read: chunks of 24 bytes on average, or more), result.json and result.sig. Files: the most artifact files
- * a spec may ask for (JOB_SPEC_MAX_ARTIFACT_FILES) and the result's own five. Directories: ten per file at
- * that maximum (those artifacts/ mirrors of the workspace). Depth: what collect.c walks (COLLECT_MAX_DEPTH
- * directories), as far as rm_rf_at() can still remove a tree whole (a directory of 256 components; a file
- * in the deepest directory collect.c enters, 258 with artifacts/, is refused). A path as long as
- * result_verify() can open below artifacts/. */
+ * read: chunks of 24 bytes on average, or more), the exec transcript's kept bytes (JOB_SPEC_MAX_OUTPUT_BYTES
+ * again) and its index, result.json and result.sig. Files: the most artifact files a spec may ask for
+ * (JOB_SPEC_MAX_ARTIFACT_FILES), the result's own five and the transcript's (three per exec and its index).
+ * Directories: ten per file at that maximum (those artifacts/ mirrors of the workspace). Depth: what
+ * collect.c walks (COLLECT_MAX_DEPTH directories), as far as rm_rf_at() can still remove a tree whole (a
+ * directory of 256 components; a file in the deepest directory collect.c enters, 258 with artifacts/, is
+ * refused). A path as long as result_verify() can open below artifacts/. */
 const CtlTarLimits ctl_tar_limits_result = {
-        .max_bytes = JOB_SPEC_MAX_ARTIFACT_BYTES + 3 * JOB_SPEC_MAX_OUTPUT_BYTES + RESULT_JSON_MAX + RESULT_SIG_MAX,
-        .max_files = JOB_SPEC_MAX_ARTIFACT_FILES + 5,
+        .max_bytes = JOB_SPEC_MAX_ARTIFACT_BYTES + 4 * JOB_SPEC_MAX_OUTPUT_BYTES + TRANSCRIPT_INDEX_MAX +
+                     RESULT_JSON_MAX + RESULT_SIG_MAX,
+        .max_files = JOB_SPEC_MAX_ARTIFACT_FILES + 5 + 3 * TRANSCRIPT_EXECS_MAX + 1,
         .max_dirs = 10 * JOB_SPEC_MAX_ARTIFACT_FILES,
         .max_depth = COLLECT_MAX_DEPTH,
         .max_path = sizeof(RESULT_ARTIFACTS_DIR "/") - 1 + PATH_MAX - 1,

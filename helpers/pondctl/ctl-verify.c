@@ -12,6 +12,7 @@
 #include "hash/hash.h"
 #include "image/blob.h"
 #include "result/result.h"
+#include "result/transcript.h"
 
 /* One line per artifact: its path is whatever name the job gave a file, escaped like every string here. */
 static void print_artifacts(FILE *f, json_object *result) {
@@ -31,6 +32,18 @@ static void print_artifacts(FILE *f, json_object *result) {
         }
 }
 
+/* The exec transcript's totals (execs/index has each call: docs/result-format.md). */
+static void print_execs(FILE *f, json_object *result) {
+        json_object *x = json_object_object_get(result, TRANSCRIPT_DIR);
+
+        if (!x)
+                return;
+        fprintf(f, "pond: execs %" PRId64 " (kept %" PRId64 " bytes of their streams, dropped %" PRId64 ")\n",
+                json_object_get_int64(json_object_object_get(x, "count")),
+                json_object_get_int64(json_object_object_get(x, "kept_bytes")),
+                json_object_get_int64(json_object_object_get(x, "dropped_bytes")));
+}
+
 void ctl_result_print(FILE *f, json_object *result, const char *dir) {
         static const char *const fields[] = { "tenant", "input_sha", "profile", "backend", "tier", "image" };
 
@@ -40,6 +53,7 @@ void ctl_result_print(FILE *f, json_object *result, const char *dir) {
                 ctl_fprintf_untrusted(f, "pond: %s %s\n", fields[i], v ? json_object_get_string(v) : "-");
         }
         ctl_usage_print(f, "pond: usage ", json_object_object_get(result, "usage"));
+        print_execs(f, result);
         print_artifacts(f, result);
 }
 

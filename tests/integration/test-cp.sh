@@ -129,6 +129,16 @@ OUT=$(pond cp "$id:/workspace/x" - 2>&1)
 RC=$?
 t_eq "a job that ended: refused (125)" "125" "$RC"
 t_like "... saying so" "not running" "$OUT"
+t_ok "its result verifies, its transcript included" \
+        pond verify --pubkey /etc/pond/keys/sign.pub --job-id "$id" "$POND_STATE/results/$id"
+# the 1 MiB put: its bytes as the copy's stdin; its get: as the copy's stdout
+# shellcheck disable=SC2016 # python's
+t_eq "the transcript holds the 1 MiB put and get, their bytes by sha256" "$(sha "$loc/big") $(sha "$loc/big")" \
+        "$(in_box python3 -c 'import json, sys
+e = [json.loads(l) for l in open(sys.argv[1] + "/execs/index", "rb")]
+put = [x for x in e if x["argv"][1:3] == ["--put", "/workspace/sub/big"] and x["status"] == 0]
+get = [x for x in e if x["argv"][1:3] == ["--get", "/workspace/sub/big"] and x["status"] == 0]
+print(put[0]["stdin"]["sha256"], get[0]["stdout"]["sha256"])' "$POND_STATE/results/$id" 2>&1)"
 t_clean "nothing of the job is left" "$id"
 
 # under Landlock (untrusted-code-locked, runc): its exec rules do not name /dev, and the init's fork runs the

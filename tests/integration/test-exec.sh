@@ -7,7 +7,9 @@
 # payload tried still ends with its own status; a payload killed by a signal is reported as that signal;
 # the per-call timeout kills the command's process group (control: a longer one lets it finish); the output
 # cap holds (control: without it, all of it); stdin, cwd and env reach the command; more execs at once than
-# the job's exec_concurrency are refused, clearly.
+# the job's exec_concurrency are refused, clearly; every exec is in the job's signed transcript, each
+# stream's sha256 that of what its caller received (control: an edited copy of the result does not verify),
+# profile none's (the runtime's exec) too; a harness-shaped run of 200 tool calls.
 # Usage: run by meson (suite integration) as root on a systemd host, or with POND_BOX=NAME.
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/pond.sh"
@@ -141,6 +143,10 @@ OUT=$(pond exec --json "$id" -- true 2>/dev/null)
 t_like "exec --json into an ended job: refused, its reason, no status" "^True None job .* is not running" \
         "$(python3 -c 'import json,sys; o=json.load(sys.stdin); print(o["refused"], o["exit_status"], o["reason"])' \
                 <<<"$OUT" 2>&1)"
+t_ok "its result verifies, every exec in its transcript" \
+        pond verify --pubkey /etc/pond/keys/sign.pub --job-id "$id" "$POND_STATE/results/$id"
+t_like "... all $(result_field "$id" 'r["execs"]["count"]') of them" "^[3-9][0-9]$" \
+        "$(result_field "$id" 'r["execs"]["count"]')"
 t_clean "nothing of the exec job is left" "$id"
 
 # A harness-shaped run: the payload waits while a driver outside makes 200 tool calls through
@@ -196,6 +202,99 @@ t_ok "... and it verifies" pond verify --pubkey /etc/pond/keys/sign.pub --job-id
 t_fail "control: the source checkout's test still fails (it was never touched)" in_box sh -c "cd $src && python3 test_calc.py"
 in_box rm -rf "$src"
 t_clean "nothing of it is left" "$id"
+
+# The exec transcript: a job that sleeps, four execs (one with stdin, one failing with rc 3, one timed out),
+# the job ended: its signed result holds exactly those calls, each stream's sha256 that of what the caller
+# received. Control: a copy of the result with one kept byte changed, an index line removed or a file added
+# does not verify.
+id=$(new_id exec-transcript)
+printf '{"job_id":"%s","tenant":"t","command":["sh","-c","echo ready; exec sleep 300"],"sandbox":{"profile":"untrusted-code-write","backend":"%s"}}\n' \
+        "$id" "$BACKEND" | in_box "$PONDCTL" submit - >/dev/null
+for _ in $(seq 600); do
+        pond logs "$id" 2>/dev/null | grep -q '^ready' && break
+        sleep 0.1
+done
+tmp=/tmp/pond-test-transcript-$id
+# shellcheck disable=SC2016 # the box's sh expands them
+CALLS='set -u; p=$1 id=$2 d=$3; mkdir -p "$d"
+"$p" exec "$id" -- sh -c "echo out; echo err >&2" >"$d/1.out" 2>"$d/1.err"; echo $?
+printf "line one\nline two\n" >"$d/2.in"; "$p" exec -i "$id" -- sh -c "cat; echo more" <"$d/2.in" >"$d/2.out" 2>&1; echo $?
+"$p" exec "$id" -- sh -c "echo failing; echo why >&2; exit 3" >"$d/3.out" 2>"$d/3.err"; echo $?
+"$p" exec --timeout 1 "$id" -- sh -c "echo start; sleep 60" >"$d/4.out" 2>/dev/null; echo $?'
+t_eq "four execs: rc 0, 0 (with stdin), 3, 137 (timed out)" "0 0 3 137" \
+        "$(in_box sh -c "$CALLS" sh "$PONDCTL" "$id" "$tmp" | tr '\n' ' ' | sed 's/ $//')"
+pond cancel "$id" >/dev/null 2>&1
+pond wait -q "$id" >/dev/null 2>&1
+t_ok "the result verifies" pond verify --pubkey /etc/pond/keys/sign.pub --job-id "$id" "$POND_STATE/results/$id"
+# each line: seq, via, uid, argv[0], status, timed out, and which of the caller's stdin, stdout and stderr
+# the transcript's sha256 matches ("." for a stream the caller's file does not hold alone)
+# shellcheck disable=SC2016 # python's
+CHECK='import hashlib, json, os, sys
+d, tmp = sys.argv[1], sys.argv[2]
+r = json.load(open(d + "/result.json"))
+x = r["execs"]
+lines = [json.loads(l) for l in open(d + "/execs/index", "rb").read().splitlines()]
+print("count", x["count"], len(lines), "dropped", x["dropped_bytes"])
+def caller(n, ext):
+    p = "%s/%d.%s" % (tmp, n, ext)
+    return hashlib.sha256(open(p, "rb").read() if os.path.exists(p) else b"").hexdigest() if ext != "err" or os.path.exists(p) else None
+for e in sorted(lines, key=lambda e: e["seq"]):
+    n = e["seq"]
+    got = []
+    for s, ext in (("stdin", "in"), ("stdout", "out"), ("stderr", "err")):
+        want = caller(n, ext)
+        got.append("." if want is None else s if e[s]["sha256"] == want and e[s]["kept"] == e[s]["bytes"] else "MISMATCH")
+    print(n, e["via"], e["uid"], e["argv"][0], e["status"], "timed_out" if e["timed_out"] else "-", *got)'
+OUT=$(in_box python3 -c "$CHECK" "$POND_STATE/results/$id" "$tmp" 2>&1)
+diag "transcript: $(tr '\n' '|' <<<"$OUT")"
+t_eq "the transcript holds exactly those four calls, what each caller received by its sha256" \
+"count 4 4 dropped 0
+1 init 0 sh 0 - stdin stdout stderr
+2 init 0 sh 0 - stdin stdout .
+3 init 0 sh 3 - stdin stdout stderr
+4 init 0 sh 137 timed_out stdin stdout ." "$OUT"
+# shellcheck disable=SC2016 # the box's sh expands them
+EDIT='set -eu; src=$1 dst=$2 what=$3
+rm -rf "$dst"; cp -a "$src" "$dst"
+case $what in
+byte) python3 -c "import sys; p = sys.argv[1]; b = bytearray(open(p, \"rb\").read()); b[0] ^= 1; open(p, \"wb\").write(b)" "$dst/execs/1.stdout" ;;
+line) sed -i 1d "$dst/execs/index" ;;
+file) echo extra >"$dst/execs/5.stdout" ;;
+esac'
+for what in none byte line file; do
+        in_box sh -c "$EDIT" sh "$POND_STATE/results/$id" "$tmp/copy-$what" "$what"
+done
+t_ok "control: an unedited copy verifies" \
+        pond verify --pubkey /etc/pond/keys/sign.pub --job-id "$id" "$tmp/copy-none"
+OUT=$(pond verify --pubkey /etc/pond/keys/sign.pub --job-id "$id" "$tmp/copy-byte" 2>&1)
+t_like "a copy with one byte of a kept output changed does not verify" "FAILED: execs/1.stdout sha256 mismatch" "$OUT"
+OUT=$(pond verify --pubkey /etc/pond/keys/sign.pub --job-id "$id" "$tmp/copy-line" 2>&1)
+t_like "a copy with an index line removed does not verify" "FAILED: execs/index sha256 mismatch" "$OUT"
+OUT=$(pond verify --pubkey /etc/pond/keys/sign.pub --job-id "$id" "$tmp/copy-file" 2>&1)
+t_like "a copy with a file added to execs/ does not verify" "FAILED: execs/ holds files not covered" "$OUT"
+in_box rm -rf "$tmp"
+t_clean "nothing of the transcript job is left" "$id"
+
+# Profile none: the runtime's exec (no init serves execs) is recorded the same way, as the runtime's.
+id=$(new_id exec-none)
+printf '{"job_id":"%s","tenant":"t","command":["sh","-c","echo ready; exec sleep 300"],"sandbox":{"profile":"none","backend":"%s"}}\n' \
+        "$id" "$BACKEND" | in_box "$PONDCTL" submit - >/dev/null
+for _ in $(seq 600); do
+        pond logs "$id" 2>/dev/null | grep -q '^ready' && break
+        sleep 0.1
+done
+t_eq "profile none: the runtime's exec runs" "via the runtime" "$(pond exec "$id" -- echo via the runtime 2>&1)"
+pond cancel "$id" >/dev/null 2>&1
+pond wait -q "$id" >/dev/null 2>&1
+t_ok "... the result verifies" pond verify --pubkey /etc/pond/keys/sign.pub --job-id "$id" "$POND_STATE/results/$id"
+# shellcheck disable=SC2016 # python's
+OUT=$(in_box python3 -c 'import hashlib, json, sys
+e = [json.loads(l) for l in open(sys.argv[1] + "/execs/index", "rb")]
+print(len(e), e[0]["via"], e[0]["argv"], e[0]["status"],
+      e[0]["stdout"]["sha256"] == hashlib.sha256(b"via the runtime\n").hexdigest())' "$POND_STATE/results/$id" 2>&1)
+t_eq "... its transcript has the call, the runtime's, with the sha256 of what came back" \
+        "1 runtime ['echo', 'via', 'the', 'runtime'] 0 True" "$OUT"
+t_clean "nothing of the profile none job is left" "$id"
 
 # A payload that kills its init: under runc it cannot (the kernel drops the signal) and the job ends with
 # the payload's own status; gVisor delivers it, the init dies, and the job fails saying so (never an exec

@@ -69,6 +69,47 @@ static void sha256_end(Sha256Ctx c, uint8_t ret[SHA256_SIZE]) {
         (void) EVP_DigestFinal_ex(c, ret, &len);
 }
 
+/* The public streaming form: a Sha256 is an EVP_MD_CTX. */
+int sha256_new(Sha256 **ret) {
+        Sha256Ctx c = NULL;
+        int r = sha256_begin(&c);
+
+        if (r < 0)
+                return r;
+        *ret = (Sha256 *) c;
+        return 0;
+}
+
+void sha256_feed(Sha256 *s, const void *p, size_t n) {
+        sha256_update((Sha256Ctx) s, p, n);
+}
+
+int sha256_digest(const Sha256 *s, uint8_t ret[SHA256_SIZE]) {
+        _cleanup_(sha256_ctx_freep) Sha256Ctx copy = EVP_MD_CTX_new();
+
+        if (!copy)
+                return -ENOMEM;
+        if (EVP_MD_CTX_copy_ex(copy, (const EVP_MD_CTX *) s) != 1)
+                return -EIO;
+        sha256_end(copy, ret);
+        return 0;
+}
+
+int sha256_digest_hex(const Sha256 *s, char ret_hex[SHA256_HEX_SIZE]) {
+        uint8_t d[SHA256_SIZE];
+        int r = sha256_digest(s, d);
+
+        if (r < 0)
+                return r;
+        hex_encode(d, sizeof d, ret_hex);
+        return 0;
+}
+
+Sha256 *sha256_free(Sha256 *s) {
+        EVP_MD_CTX_free((EVP_MD_CTX *) s);
+        return NULL;
+}
+
 void sha256_bytes(const void *p, size_t n, uint8_t ret[SHA256_SIZE]) {
         unsigned len = SHA256_SIZE;
 

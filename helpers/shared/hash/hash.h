@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "basic/fileio.h" /* openat_beneath(), which lived here once */
+#include "basic/macro.h"
 
 #define SHA256_SIZE 32
 #define SHA256_HEX_SIZE (2 * SHA256_SIZE + 1)
@@ -25,6 +26,16 @@
 void hex_encode(const uint8_t *p, size_t n, char *ret);
 void sha256_hex(const void *p, size_t n, char ret_hex[SHA256_HEX_SIZE]);
 void sha256_bytes(const void *p, size_t n, uint8_t ret[SHA256_SIZE]);
+
+/* SHA-256 fed piece by piece (a stream as it passes): sha256_digest() is the digest of what was fed so far,
+ * and feeding may go on after it. */
+typedef struct Sha256 Sha256;
+int sha256_new(Sha256 **ret);
+void sha256_feed(Sha256 *s, const void *p, size_t n);
+int sha256_digest(const Sha256 *s, uint8_t ret[SHA256_SIZE]);
+int sha256_digest_hex(const Sha256 *s, char ret_hex[SHA256_HEX_SIZE]);
+Sha256 *sha256_free(Sha256 *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Sha256 *, sha256_free);
 
 /* Reads fd to EOF, hashing every byte and, if copy_fd >= 0, writing it there too. Refuses with -EFBIG as soon
  * as more than max_bytes are read (what was copied so far stays in copy_fd: the caller removes it), and with

@@ -16,6 +16,7 @@
 #include "basic/json-util.h"
 #include "result/collect.h"
 #include "result/result.h"
+#include "result/transcript.h"
 #include "secrets/keys.h"
 
 /* Removal and fsync walk the staged dir, artifacts/ below it mirroring a workspace up to COLLECT_MAX_DEPTH. */
@@ -467,6 +468,8 @@ int result_verify(const char *dir, const uint8_t pk[32], const char *expect_job_
         r = verify_artifacts(dirfd, o, ret_error);
         if (r >= 0)
                 r = verify_log(dirfd, o, ret_error);
+        if (r >= 0)
+                r = transcript_verify(dirfd, o, ret_error);
         if (r >= 0)
                 r = verify_signer(o, pk, ret_error);
         if (r < 0)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* result.h: the signed result directory results/ID/{result.json,result.sig,artifacts/,log/}: staged as
+/* result.h: the signed result directory results/ID/{result.json,result.sig,artifacts/,log/,execs/}: staged as
  * results/.ID.tmp, made durable, then renamed into place in one step; and its verification (signature, job,
- * input, and every artifact byte against the signed manifest). Format: docs/result-format.md. */
+ * input, and every artifact, log and exec transcript byte against the signed digests). Format:
+ * docs/result-format.md. */
 #pragma once
 
 #include <stdint.h>
@@ -38,7 +39,8 @@ int result_write_signed(int results_dirfd, const char *job_id, json_object *resu
 /* Verifies the result directory dir against the pinned public key pk: the signature over the exact bytes of
  * result.json, then (parsed) version, job_id == expect_job_id and input_sha == expect_input_sha (each when
  * non-NULL), output_sha == the digest of the "artifacts" manifest, and every "file" artifact under
- * dir/artifacts having the recorded size and sha256 with no other file there. Returns 0 and (if ret_result)
+ * dir/artifacts having the recorded size and sha256 with no other file there; dir/log and dir/execs against
+ * their signed digests (transcript_verify()), nothing unsigned beside them. Returns 0 and (if ret_result)
  * the parsed result; -EBADMSG on a refusal, another -errno on I/O failure, and in both cases (if ret_error) a
  * malloc'd message saying why. */
 int result_verify(const char *dir, const uint8_t pk[32], const char *expect_job_id,
