@@ -199,6 +199,8 @@ t_eq "... the signed result holds the fix and the 66 notes" "calc.py:modified 66
 t_eq "... the fix's bytes are in it" "$(printf 'def add(a, b):\n    return a + b')" \
         "$(in_box cat "$POND_STATE/results/$id/artifacts/calc.py")"
 t_ok "... and it verifies" pond verify --pubkey /etc/pond/keys/sign.pub --job-id "$id" "$POND_STATE/results/$id"
+t_eq "... its transcript holds the 200 calls (and the driver's waits for the job's start)" True \
+        "$(result_field "$id" 'r["execs"]["count"] >= 200')"
 t_fail "control: the source checkout's test still fails (it was never touched)" in_box sh -c "cd $src && python3 test_calc.py"
 in_box rm -rf "$src"
 t_clean "nothing of it is left" "$id"
