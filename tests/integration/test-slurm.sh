@@ -46,6 +46,7 @@ cleanup() {
         # shellcheck disable=SC2086
         in_box systemctl reset-failed $UNITS >/dev/null 2>&1
         in_box ip link del slurm0 >/dev/null 2>&1
+        in_box "$PONDCTL" image rm pond-slurm/tiny:1 >/dev/null 2>&1
         # shellcheck disable=SC2016 # the box's sh expands these
         in_box sh -c 'if [ -e "$1" ]; then cp "$1" /etc/pond/worker.json; else rm -f /etc/pond/worker.json; fi
                 rm -rf /etc/munge /run/munge /var/spool/slurmd /etc/alternatives/slurmstepd' sh "$shared/worker.json.orig"
@@ -356,6 +357,15 @@ for _ in $(seq 100); do
         sleep 0.2
 done
 t_eq "wrapper killed with -9: the Epilog cancelled its pond job (signed cancelled)" cancelled "$state"
+
+# --- features kept current without a restart: the image imported on worker 1 too, its node updated
+t_eq "control: Slurm does not see the image on worker 1 yet" "" \
+        "$(ctl scontrol show node w1 | grep -o "img_${digest:7:12}")"
+in_box "$PONDCTL" image import "$shared/tiny.docker.tar" --name pond-slurm/tiny:1 >/dev/null 2>&1
+# shellcheck disable=SC2046 # NodeName=... AvailableFeatures=... ActiveFeatures=..., none with a space
+ctl scontrol update $(in_box "$PONDCTL" slurm-node --name w1 --tags pool:trusted --update)
+t_like "scontrol update from slurm-node --update: worker 1's node has the image's feature" \
+        "ActiveFeatures=.*img_${digest:7:12}" "$(ctl scontrol show node w1)"
 
 # --- worker loss: worker 2 powered off mid-job; Slurm requeues the job, worker 1 runs attempt 1, and only
 # attempt 1's result exists
