@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* test-slurm: pond's routing in Slurm's terms on the real policy/ files: a worker's Features from probe
+/* test-ctl-slurm: pond's routing in Slurm's terms on the real policy/ files: a worker's Features from probe
  * documents and tags, its CPUs and memory within admission ceilings, and job specs turned into sbatch
  * options or refused with dispatch-check's reason (one worker with runsc, one with an image, as the
  * integration test's cluster). */
