@@ -225,6 +225,10 @@ done
 t_eq "both workers are idle nodes of the cluster" "w1 idle w2 idle " "$states" ||
         diag "$(tail -n 20 "$shared/log/slurmctld.log" 2>&1)"
 
+# usage TENANT: the tenant's account's raw usage (CPU-seconds charged as its jobs end)
+usage() { ctl sshare -n -P -A "$1" -o Account,RawUsage 2>/dev/null | awk -F'|' -v a="$1" '$1 ~ a { print $2; exit }'; }
+t_eq "control: before any job, neither tenant has used anything" "0 0" "$(usage acme) $(usage beta)"
+
 # spec ID TENANT COMMAND-JSON SANDBOX-JSON: a job spec file in the shared directory; prints its path
 spec() {
         printf '{"job_id":"%s","tenant":"%s","command":%s,"limits":{"wall_clock_s":120},"sandbox":%s}\n' \
@@ -390,4 +394,9 @@ t_ok "attempt 1's result verifies with worker 1's key" \
         "$CTL_PONDCTL" verify --pubkey "$shared/keys/w1.pub" --job-id "sl-loss-$$-a1" "$shared/results/sl-loss-$$-a1"
 t_eq "exactly one result exists for the task, attempt 1's" "sl-loss-$$-a1" \
         "$(cd "$shared/results" && ls -d "sl-loss-$$"-a*)"
+
+# --- fair share: acme ran many jobs, beta one short one: acme has used more and ranks behind
+ua=$(usage acme) ub=$(usage beta)
+t_ok "acme's usage ($ua) is charged above beta's ($ub)" test "${ua:-0}" -gt "${ub:-0}"
+diag "sshare: $(ctl sshare -n -P -A acme,beta -o Account,RawUsage,FairShare 2>/dev/null | tr '\n' ' ')"
 done_testing
