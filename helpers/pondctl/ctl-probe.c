@@ -12,7 +12,7 @@
 
 /* The imported images present here, by manifest digest with their names, so that a control plane can
  * route a job that pins one (docs/images.md). An absent or unreadable store is no images. */
-static json_object *images_json(void) {
+json_object *ctl_probe_images_json(void) {
         _cleanup_(image_store_close) ImageStore s = IMAGE_STORE_NULL;
         json_object *a = json_object_new_array();
         ImageRecord *l = NULL;
@@ -54,7 +54,7 @@ int ctl_verb_probe(int argc, char *argv[]) {
         if (r < 0)
                 return ctl_fail_errno(CTL_EXIT_ERROR, r, "Failed to probe the host: %m");
         if (!json) {
-                _cleanup_json_ json_object *images = images_json();
+                _cleanup_json_ json_object *images = ctl_probe_images_json();
 
                 host_probe_print(p, stdout);
                 printf("images: %zu imported\n", json_object_array_length(images));
@@ -69,7 +69,7 @@ int ctl_verb_probe(int argc, char *argv[]) {
         r = host_probe_to_json(p, &o);
         if (r < 0)
                 return ctl_fail_errno(CTL_EXIT_ERROR, r, "Failed to format the probe: %m");
-        json_object_object_add(o, "images", images_json());
+        json_object_object_add(o, "images", ctl_probe_images_json());
         puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
         return CTL_EXIT_OK;
 }

@@ -2,4 +2,8 @@
 /* ctl-probe.h: `pondctl probe`, what this host can really enforce (ctl-probe.c, on probe.h). */
 #pragma once
 
+#include <json-c/json.h>
+
 int ctl_verb_probe(int argc, char *argv[]);
+/* The imported images present here, [{digest, names}] (never NULL but for lack of memory). */
+json_object *ctl_probe_images_json(void);

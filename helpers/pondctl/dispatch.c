@@ -7,6 +7,7 @@
 
 #include "basic/errmsg.h"
 #include "basic/json-util.h"
+#include "basic/strv.h"
 #include "dispatch.h"
 #include "image/image-name.h"
 #include "policy/spec.h"
@@ -16,22 +17,6 @@ static bool strv_contains(char *const *l, const char *s) {
                 if (streq(*l, s))
                         return true;
         return false;
-}
-
-/* Appends a copy of s unless it is there already. */
-static int strv_add_unique(char ***l, const char *s) {
-        size_t n = strv_length(*l);
-        char **t;
-
-        if (strv_contains(*l, s))
-                return 0;
-        t = realloc(*l, (n + 2) * sizeof *t);
-        if (!t)
-                return -ENOMEM;
-        *l = t;
-        t[n] = strdup(s);
-        t[n + 1] = NULL;
-        return t[n] ? 0 : -ENOMEM;
 }
 
 static char *strv_join(char *const *l) {

@@ -50,3 +50,19 @@ int strv_push(char ***l, char *v) {
         *l = nl;
         return 0;
 }
+
+int strv_add_unique(char ***l, const char *s) {
+        size_t n = 0;
+        char **t;
+
+        for (; *l && (*l)[n]; n++)
+                if (streq((*l)[n], s))
+                        return 0;
+        t = realloc(*l, (n + 2) * sizeof *t);
+        if (!t)
+                return -ENOMEM;
+        *l = t;
+        t[n] = strdup(s);
+        t[n + 1] = NULL;
+        return t[n] ? 0 : -ENOMEM;
+}

@@ -8,5 +8,7 @@
 int strv_build(char ***ret, ...);
 /* Appends v (taking it, also on failure) to *l, which may be NULL. */
 int strv_push(char ***l, char *v);
+/* Appends a copy of s to *l (which may be NULL) unless it is there already. */
+int strv_add_unique(char ***l, const char *s);
 /* Frees every string and the vector; NULL is fine. Returns NULL. */
 char **strv_free(char **l);
