@@ -61,6 +61,7 @@ static int env_setup(Env *env) {
         if (r < 0)
                 return r;
         env->res.confined = true;
+        env->res.exec_concurrency = POLICY_EXEC_CONCURRENCY_DEFAULT;
         env->j.input.resolved = &env->res;
         env->j.input.provider = &runtime_runc;
         r = job_init_prepare(&env->j);
