@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* job-console-conn.c: one connection to the job's console socket: packets to its caller (one kept while
  * the caller cannot take it), the events it waits for, and its end, which releases what the connection
- * holds (an exec's process and pipes, through the release hook job-exec.c sets). Below job-console.c and
- * job-exec.c, which both use it; it calls neither. */
+ * holds (an exec's process and pipes, through the release hook job-exec.c sets), and a request's refusal.
+ * Below job-console.c, job-exec.c and job-cp.c, which use it; it calls none of them. */
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 
+#include "basic/log.h"
+#include "basic/string-util.h"
 #include "job.h"
 
 void job_console_conn_update(ConsoleConn *c) {
@@ -64,4 +67,16 @@ void job_console_conn_free(ConsoleConn *c) {
         safe_close(c->fd);
         free(c->pending);
         free(c);
+}
+
+int job_console_conn_refuse(ConsoleConn *c, const char *what, int r, const char *fmt, ...) {
+        _cleanup_free_ char *msg = NULL;
+        va_list ap;
+
+        va_start(ap, fmt);
+        msg = strdupf_va(fmt, ap);
+        va_end(ap);
+        log_warning("%s for job %s refused: %s", what, c->job->paths.id, msg ?: "?");
+        (void) console_send_error(c->fd, "%s", msg ?: "refused");
+        return r;
 }

@@ -33,18 +33,7 @@ typedef struct JobCopy {
         bool counted;                   /* it holds one of the init's slots (JobConsole.execs_running) */
 } JobCopy;
 
-static int refuse(ConsoleConn *c, int r, const char *fmt, ...) _printf_(3, 4);
-static int refuse(ConsoleConn *c, int r, const char *fmt, ...) {
-        _cleanup_free_ char *msg = NULL;
-        va_list ap;
-
-        va_start(ap, fmt);
-        msg = strdupf_va(fmt, ap);
-        va_end(ap);
-        log_warning("Copy for job %s refused: %s", c->job->paths.id, msg ?: "?");
-        (void) console_send_error(c->fd, "%s", msg ?: "copy refused");
-        return r;
-}
+#define refuse(c, r, ...) job_console_conn_refuse(c, "Copy", r, __VA_ARGS__)
 
 /* The job's writable directories, as the payload sees them (its Landlock rules grant the same). */
 static void copy_roots(const Job *j, const char *roots[4]) {

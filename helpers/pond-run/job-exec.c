@@ -30,18 +30,7 @@
 static_assert(POLICY_EXEC_CONCURRENCY_MAX <= INIT_SLOTS, "the init serves every exec the policy allows");
 #define JOB_EXEC_CONFIG_MAX (4 * 1024 * 1024)
 
-static int refuse(ConsoleConn *c, int r, const char *fmt, ...) _printf_(3, 4);
-static int refuse(ConsoleConn *c, int r, const char *fmt, ...) {
-        _cleanup_free_ char *msg = NULL;
-        va_list ap;
-
-        va_start(ap, fmt);
-        msg = strdupf_va(fmt, ap);
-        va_end(ap);
-        log_warning("Exec into job %s refused: %s", c->job->paths.id, msg ?: "?");
-        (void) console_send_error(c->fd, "%s", msg ?: "exec refused");
-        return r;
-}
+#define refuse(c, r, ...) job_console_conn_refuse(c, "Exec", r, __VA_ARGS__)
 
 /* "a b c", at most size - 1 bytes (an audit record, not a command line to run). */
 static const char *argv_words(char **argv, char *buf, size_t size) {

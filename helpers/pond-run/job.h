@@ -526,6 +526,8 @@ void job_console_done(JobConsole *c);
  * cannot take it), the events it waits for, its end (which calls its release hook). */
 int job_console_conn_send(ConsoleConn *c, ConsoleMessage type, const void *data, size_t len);
 void job_console_conn_free(ConsoleConn *c);
+/* The caller told why its request (what: "Exec", "Copy") is refused, and the journal too; returns r. */
+int job_console_conn_refuse(ConsoleConn *c, const char *what, int r, const char *fmt, ...) _printf_(4, 5);
 void job_console_conn_update(ConsoleConn *c);
 
 /*    job-exec.c: `pondctl exec ID -- CMD`: the runtime's exec of the job's own process (its user,

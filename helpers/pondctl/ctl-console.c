@@ -17,6 +17,7 @@
 #include <termios.h>
 #include <time.h>
 
+#include "basic/fileio.h"
 #include "basic/log.h"
 #include "basic/process-util.h"
 #include "basic/size.h"
@@ -40,18 +41,6 @@ static void on_quit(int sig) {
         quit = 1;
 }
 
-static int write_all_fd(int fd, const char *p, size_t n) {
-        while (n > 0) {
-                ssize_t k = write(fd, p, n);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0)
-                        return -errno;
-                p += k;
-                n -= (size_t) k;
-        }
-        return 0;
-}
 
 static void send_winsize(int sock) {
         struct winsize ws;
@@ -164,7 +153,7 @@ static int relay_tty(int sock) {
                                 continue;
                         if (n <= 0)
                                 break; /* the job ended */
-                        if (buf[0] == CONSOLE_STDOUT && write_all_fd(STDOUT_FILENO, buf + 1, (size_t) n - 1) < 0)
+                        if (buf[0] == CONSOLE_STDOUT && write_all(STDOUT_FILENO, buf + 1, (size_t) n - 1) < 0)
                                 break;
                 }
                 if (p[1].revents) {
@@ -340,7 +329,7 @@ static int exec_relay(int sock, const char *id, char **argv, CtlExecCapture *cap
                         int out = stream == 0 ? STDOUT_FILENO : STDERR_FILENO;
 
                         if (!cap->on)
-                                (void) write_all_fd(out, buf + 1, (size_t) n - 1);
+                                (void) write_all(out, buf + 1, (size_t) n - 1);
                         else if (ctl_exec_capture_add(cap, stream, buf + 1, (size_t) n - 1) < 0)
                                 return ctl_fail(CTL_EXIT_ERROR, "Out of memory for the exec's output.");
                         break;
