@@ -145,7 +145,7 @@ int image_make_mount_points(int rootfd) {
         }
         /* pond-init's mount point: runc makes it in the job's /dev tmpfs, but runsc's gofer makes a bind
          * mount's point in the root it serves, which is read-only here (measured: EROFS at create) */
-        return write_text_at(rootfd, LANDLOCK_INIT_PATH + 1, "", 0);
+        return write_text_at(rootfd, &LANDLOCK_INIT_PATH[1], "", 0);
 }
 
 int image_make_host_rootfs(int jobfd) {
