@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* job-accept.c: step 1 of the design: read the spec as issued, parse it strictly, resolve the policy, find
- * the backend, open a bundle's source, check the sidecars' configurations, look up a directory image. Every
- * failure here is a refusal with a reason, and nothing has run. */
+/* job-accept.c: step 1 of the design: read the spec as issued, parse it strictly, resolve the policy, check
+ * the worker carries the job's pool and tenant tags, find the backend, open a bundle's source, check the
+ * sidecars' configurations, look up a directory image. Every failure here is a refusal with a reason, and
+ * nothing has run. */
 #include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
@@ -11,6 +12,8 @@
 #include "basic/log.h"
 #include "basic/string-util.h"
 #include "job.h"
+#include "policy/tags.h"
+#include "policy/worker-policy.h"
 #include "stage/ns-open.h"
 
 static int read_spec(Job *j) {
@@ -58,6 +61,34 @@ static int landlock_accept(Job *j) {
         return 0;
 }
 
+/* Whatever routed the job here (a scheduler, a person with -H), this worker takes only the tiers and
+ * tenants its own worker.json says it carries: the same tags dispatch-check requires (policy/tags.c). */
+static int tags_accept(Job *j) {
+        _cleanup_(admission_policy_done) AdmissionPolicy p = {};
+        _cleanup_strv_free_ char **required = NULL;
+        _cleanup_free_ char *err = NULL, *have = NULL;
+        JobInput *in = &j->input;
+        const char *missing;
+        int r;
+
+        r = tags_required(in->resolved, &in->spec->sandbox, in->spec->tenant, &required, &err);
+        if (r == -ENOMEM)
+                return log_oom();
+        if (r < 0)
+                return job_fail(j, r, "%s", err ?: "tags: refused");
+        r = admission_policy_load(NULL, &p, &err);
+        if (r == -ENOMEM)
+                return log_oom();
+        if (r < 0)
+                return job_fail(j, r, "%s", err ?: "policy: worker.json: cannot be read");
+        missing = tags_first_missing(required, admission_policy_tags(&p));
+        if (!missing)
+                return 0;
+        have = tags_join(admission_policy_tags(&p));
+        return job_fail(j, -EPERM, "tags: this worker does not carry '%s', which a tier %s job needs (it carries "
+                        "%s: worker.json's tags)", missing, in->resolved->tier, have ?: "?");
+}
+
 static int resolve(Job *j) {
         _cleanup_free_ char *err = NULL;
         JobInput *in = &j->input;
@@ -70,6 +101,9 @@ static int resolve(Job *j) {
         if (r < 0)
                 return job_fail(j, -EINVAL, "%s", err ?: "cannot resolve the policy");
         j->audit.profile = in->resolved->profile;
+        r = tags_accept(j);
+        if (r < 0)
+                return r;
         r = job_accept_submitter_profile(j);
         if (r < 0)
                 return r;

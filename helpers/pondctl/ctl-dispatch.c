@@ -12,6 +12,7 @@
 #include "ctl-options.h"
 #include "ctl.h"
 #include "dispatch.h"
+#include "policy/tags.h"
 
 typedef struct DispatchArgs {
         const char *input;
@@ -79,10 +80,10 @@ static int check_worker(const DispatchArgs *a, const DispatchDecision *d, json_o
         r = read_json(a->worker, &probe, &err);
         if (r < 0)
                 return ctl_fail_untrusted(CTL_EXIT_ERROR, "Cannot read the worker's probe: %s", err ?: strerror(-r));
-        r = dispatch_tags_split(a->worker_tags, &tags);
+        r = a->worker_tags ? tags_split(a->worker_tags, &tags) : 0;
         if (r < 0)
                 return ctl_fail_errno_untrusted(CTL_EXIT_ERROR, r, "--worker-tags '%s': a comma-separated list of "
-                                                "non-empty tags (at most %d): %m", a->worker_tags, DISPATCH_TAGS_MAX);
+                                                "tags KEY:VALUE (at most %d): %m", a->worker_tags, TAGS_MAX);
         r = dispatch_worker_eligible(d, probe, tags, &err);
         if (r < 0)
                 return ctl_fail_untrusted(CTL_EXIT_ERROR, "%s: %s", a->worker, err ?: strerror(-r));

@@ -106,9 +106,10 @@ static const Verb verbs[] = {
         { "dispatch-check", ctl_verb_dispatch_check, "[FILE] [--tenant P] [--worker PROBE]", "route a sandbox block",
           "  FILE|-  a sandbox block (stdin without FILE)\n"
           "  --tenant PROJECT --policy DIR --worker PROBE.json --worker-tags TAG,TAG...\n"
+          "  (without --worker-tags, the probe's own \"tags\")\n"
           "Exits 0 accepted, 1 refused, 2 this worker may not take it.\n" },
         { "slurm-node", ctl_verb_slurm_node, "[--tags T,T] [--update] [--json]", "this worker as a Slurm node",
-          "  --tags TAG,TAG  the worker's pool and tenant tags (pool:trusted)\n"
+          "  --tags TAG,TAG  the worker's pool and tenant tags (default: worker.json's \"tags\")\n"
           "  --probe FILE    a pondctl probe --json document instead of probing here\n"
           "  --name NODE     the node's name (default: the short host name)\n"
           "  --policy DIR    worker.json from DIR (default: the worker's)\n"
@@ -118,7 +119,7 @@ static const Verb verbs[] = {
           "within the admission ceiling.\n" },
         { "slurm-args", ctl_verb_slurm_args, "SPEC|- [--worker PROBE]...", "the sbatch options for a job spec",
           "  --worker PROBE.json  a worker's probe (repeatable): refused unless one may take the job\n"
-          "  --worker-tags T,T    the workers' tags --partition P (default: the job's tier)\n"
+          "  --worker-tags T,T    the workers' tags (default: each probe's) --partition P (default: the job's tier)\n"
           "  --margin SECONDS     added to the spec's wall clock for --time (default 60) --policy DIR --json\n"
           "Prints one sbatch option per line. Exits 0, 1 refused (dispatch-check's reason).\n" },
 };

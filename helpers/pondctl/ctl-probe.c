@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* ctl-probe.c: `pondctl probe [--json]`: runs the host probe and prints what this host can really enforce
- * and the capabilities it would advertise (text, or the JSON document dispatch-check --worker reads), and
- * the imported images present, by digest. */
+ * and the capabilities it would advertise (text, or the JSON document dispatch-check --worker reads), the
+ * imported images present, by digest, and the worker's tags (worker.json). */
 #include <sys/file.h>
 
 #include "ctl-options.h"
 #include "ctl-probe.h"
 #include "ctl.h"
 #include "image/image-store.h"
+#include "policy/worker-policy.h"
 #include "probe.h"
 
 /* The imported images present here, by manifest digest with their names, so that a control plane can
@@ -33,6 +34,22 @@ json_object *ctl_probe_images_json(void) {
         return a;
 }
 
+json_object *ctl_probe_tags_json(void) {
+        _cleanup_(admission_policy_done) AdmissionPolicy p = {};
+        _cleanup_free_ char *err = NULL;
+        json_object *a = json_object_new_array();
+        int r;
+
+        r = admission_policy_load(NULL, &p, &err);
+        if (r < 0) {
+                log_warning("The worker's tags cannot be read, it carries none: %s", err ?: strerror(-r));
+                return a;
+        }
+        for (char *const *t = admission_policy_tags(&p); a && *t; t++)
+                json_object_array_add(a, json_object_new_string(*t));
+        return a;
+}
+
 int ctl_verb_probe(int argc, char *argv[]) {
         _cleanup_(host_probe_freep) HostProbe *p = NULL;
         _cleanup_json_ json_object *o = NULL;
@@ -54,9 +71,10 @@ int ctl_verb_probe(int argc, char *argv[]) {
         if (r < 0)
                 return ctl_fail_errno(CTL_EXIT_ERROR, r, "Failed to probe the host: %m");
         if (!json) {
-                _cleanup_json_ json_object *images = ctl_probe_images_json();
+                _cleanup_json_ json_object *images = ctl_probe_images_json(), *tags = ctl_probe_tags_json();
 
                 host_probe_print(p, stdout);
+                printf("tags: %s\n", json_object_to_json_string_ext(tags, JSON_C_TO_STRING_PLAIN));
                 printf("images: %zu imported\n", json_object_array_length(images));
                 for (size_t i = 0; i < json_object_array_length(images); i++) {
                         json_object *e = json_object_array_get_idx(images, i);
@@ -70,6 +88,7 @@ int ctl_verb_probe(int argc, char *argv[]) {
         if (r < 0)
                 return ctl_fail_errno(CTL_EXIT_ERROR, r, "Failed to format the probe: %m");
         json_object_object_add(o, "images", ctl_probe_images_json());
+        json_object_object_add(o, "tags", ctl_probe_tags_json());
         puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
         return CTL_EXIT_OK;
 }

@@ -7,3 +7,6 @@
 int ctl_verb_probe(int argc, char *argv[]);
 /* The imported images present here, [{digest, names}] (never NULL but for lack of memory). */
 json_object *ctl_probe_images_json(void);
+/* The tags this worker carries, as pond-run checks them (worker.json's "tags", or the default when it has
+ * none): a JSON array of strings; an unreadable worker.json is logged and carries none. */
+json_object *ctl_probe_tags_json(void);

@@ -17,6 +17,7 @@
 #include "ctl-slurm.h"
 #include "ctl.h"
 #include "dispatch.h"
+#include "policy/tags.h"
 #include "probe.h"
 #include "slurm.h"
 
@@ -47,6 +48,7 @@ static int probe_here(json_object **ret) {
         if (r < 0)
                 return r;
         json_object_object_add(o, "images", ctl_probe_images_json());
+        json_object_object_add(o, "tags", ctl_probe_tags_json());
         *ret = o;
         return 0;
 }
@@ -116,8 +118,8 @@ int ctl_verb_slurm_node(int argc, char *argv[]) {
                 { "policy", .value = &a.policy_dir }, { "update", .flag = &a.update }, CTL_OPTION_JSON(&a.json),
                 {}
         };
+        _cleanup_(admission_policy_done) AdmissionPolicy ceiling = {};
         SlurmNodeResources res;
-        AdmissionPolicy ceiling;
         struct sysinfo si;
         int r;
 
@@ -126,17 +128,22 @@ int ctl_verb_slurm_node(int argc, char *argv[]) {
                 return CTL_EXIT_USAGE;
         if (r != argc)
                 return ctl_fail(CTL_EXIT_USAGE, "slurm-node takes no arguments; see pondctl slurm-node --help.");
-        if (dispatch_tags_split(a.tags, &tags) < 0)
-                return ctl_fail_untrusted(CTL_EXIT_USAGE, "--tags '%s': a comma-separated list of non-empty tags",
+        if (a.tags && tags_split(a.tags, &tags) < 0)
+                return ctl_fail_untrusted(CTL_EXIT_USAGE, "--tags '%s': a comma-separated list of tags KEY:VALUE",
                                           a.tags);
+        r = admission_policy_load(a.policy_dir, &ceiling, &err);
+        if (r < 0)
+                return ctl_fail(CTL_EXIT_ERROR, "Cannot read the worker's policy: %s", err ?: strerror(-r));
         r = a.probe ? read_json_file(a.probe, &probe, &err) : probe_here(&probe);
         if (r < 0)
                 return ctl_fail_untrusted(CTL_EXIT_ERROR, "Cannot probe this worker: %s", err ?: strerror(-r));
-        r = slurm_node_features(probe, tags, &features, &err);
+        /* The worker's own tags, the ones its pond-run refuses by, unless told otherwise. */
+        r = slurm_node_features(probe, tags ?: admission_policy_tags(&ceiling), &features, &err);
         if (r < 0)
                 return ctl_fail_untrusted(CTL_EXIT_ERROR, "%s", err ?: strerror(-r));
-        r = admission_policy_load(a.policy_dir, &ceiling, &err);
-        if (r >= 0 && sysinfo(&si) < 0)
+        if (sysinfo(&si) < 0)
+                r = -errno;
+        if (r >= 0)
                 r = -errno;
         if (r >= 0)
                 r = slurm_node_resources(&ceiling, admission_cpus_allowed(), (uint64_t) si.totalram * si.mem_unit,
@@ -251,8 +258,8 @@ static int parse_args_args(int argc, char *argv[], ArgsArgs *a, SlurmRequestOpti
                 if (!*a->margin || *end || o->margin_s > 86400)
                         return log_error_errno(EINVAL, "--margin: seconds, 0 to 86400.");
         }
-        if (dispatch_tags_split(a->tags, &o->worker_tags) < 0)
-                return log_error_errno(EINVAL, "--worker-tags: a comma-separated list of non-empty tags.");
+        if (a->tags && tags_split(a->tags, &o->worker_tags) < 0)
+                return log_error_errno(EINVAL, "--worker-tags: a comma-separated list of tags KEY:VALUE.");
         return 0;
 }
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* dispatch.c: routing a job honestly. The sandbox block is resolved by policy_resolve(), exactly as the
  * worker will resolve it again (the worker never trusts this result); on top of that the dispatch rules:
- * byo only when asked for and only for a named tenant, the profile's minimum capabilities, the pool tags.
- * A worker is eligible only when it advertises every required capability and carries every tag. */
+ * the profile's minimum capabilities, and the pool tags (policy/tags.c, which pond-run refuses by too). A
+ * worker is eligible only when it advertises every required capability and carries every tag. */
 #include <inttypes.h>
 
 #include "basic/errmsg.h"
@@ -11,28 +11,7 @@
 #include "dispatch.h"
 #include "image/image-name.h"
 #include "policy/spec.h"
-
-static bool strv_contains(char *const *l, const char *s) {
-        for (; l && *l; l++)
-                if (streq(*l, s))
-                        return true;
-        return false;
-}
-
-static char *strv_join(char *const *l) {
-        char *out = NULL;
-        size_t n = 0;
-        FILE *f = open_memstream(&out, &n);
-
-        if (!f)
-                return NULL;
-        for (size_t i = 0; l && l[i]; i++)
-                fprintf(f, "%s%s", i ? ", " : "", l[i]);
-        if (!l || !l[0])
-                fputs("(none)", f);
-        fclose(f);
-        return out;
-}
+#include "policy/tags.h"
 
 /* A JSON array of strings as "a, b" (checked to hold strings only by the caller). */
 static char *json_strings_join(json_object *a) {
@@ -42,41 +21,7 @@ static char *json_strings_join(json_object *a) {
                 return NULL;
         for (size_t i = 0; i < json_object_array_length(a); i++)
                 l[i] = (char *) json_object_get_string(json_object_array_get_idx(a, i));
-        return strv_join(l);
-}
-
-bool dispatch_tenant_is_valid(const char *s) {
-        size_t n = s ? strlen(s) : 0;
-        static const char chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-
-        if (n == 0 || n > DISPATCH_TENANT_MAX || !strchr(chars, s[0]))
-                return false;
-        return strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") == n;
-}
-
-/* Tier rules beyond "a known tier": byo is never a default and always names its tenant. */
-static int tags_for(const ResolvedPolicy *r, const SandboxBlock *b, const char *tenant, char ***ret,
-                    char **ret_error) {
-        _cleanup_strv_free_ char **tags = NULL;
-        _cleanup_free_ char *pool = NULL, *t = NULL;
-
-        if (tenant && !dispatch_tenant_is_valid(tenant))
-                return error_set(ret_error, -EINVAL,
-                                 "--tenant: '%s' must match [A-Za-z0-9][A-Za-z0-9_.-]{0,127}", tenant);
-        if (streq(r->tier, "byo") && !b->tier)
-                return error_set(ret_error, -EINVAL,
-                                 "sandbox.tier: byo is never a default; profile %s must ask for it explicitly",
-                                 r->profile);
-        if (streq(r->tier, "byo") && !tenant)
-                return error_set(ret_error, -EINVAL, "sandbox.tier: byo needs a tenant (--tenant PROJECT): a "
-                                 "bring-your-own pool only takes its own project's jobs");
-        if (asprintf(&pool, "pool:%s", r->tier) < 0 || strv_add_unique(&tags, pool) < 0)
-                return -ENOMEM;
-        if (streq(r->tier, "byo") &&
-            (asprintf(&t, "tenant:%s", tenant) < 0 || strv_add_unique(&tags, t) < 0))
-                return -ENOMEM;
-        *ret = TAKE_PTR(tags);
-        return 0;
+        return tags_join(l);
 }
 
 /* The profile's "requires" (checked by policy_validate()) plus the backend's own capability. */
@@ -138,6 +83,9 @@ int dispatch_check(const Policy *p, json_object *block, const char *tenant, Disp
         _cleanup_(sandbox_block_done) SandboxBlock b = {};
         int k;
 
+        if (tenant && !tag_tenant_is_valid(tenant))
+                return error_set(ret_error, -EINVAL,
+                                 "--tenant: '%s' must match [A-Za-z0-9][A-Za-z0-9_.-]{0,127}", tenant);
         k = sandbox_block_from_json(block, "sandbox", &b, ret_error);
         if (k < 0)
                 return k;
@@ -147,7 +95,7 @@ int dispatch_check(const Policy *p, json_object *block, const char *tenant, Disp
         d = calloc(1, sizeof *d);
         if (!d)
                 return -ENOMEM;
-        k = tags_for(r, &b, tenant, &d->required_tags, ret_error);
+        k = tags_required(r, &b, tenant, &d->required_tags, ret_error);
         if (k < 0)
                 return k;
         k = capabilities_for(p, r, &d->required_capabilities, &d->required_capability);
@@ -238,10 +186,34 @@ static bool image_present(const char *image, json_object *images) {
         return false;
 }
 
+/* The probe's "tags" (what worker.json gave the worker, docs/dispatch.md); none if it has no such key. */
+static int probe_tags(json_object *probe, char ***ret, char **ret_reason) {
+        json_object *a = json_get(probe, "tags");
+        _cleanup_strv_free_ char **tags = calloc(1, sizeof(char *));
+
+        if (!tags)
+                return -ENOMEM;
+        if (a && (!json_object_is_type(a, json_type_array) || json_object_array_length(a) > TAGS_MAX))
+                return error_set(ret_reason, -EINVAL, "worker probe: tags is not an array of at most %d tags",
+                                 TAGS_MAX);
+        for (size_t i = 0; a && i < json_object_array_length(a); i++) {
+                json_object *t = json_object_array_get_idx(a, i);
+
+                if (!json_object_is_type(t, json_type_string) || !tag_is_valid(json_object_get_string(t)))
+                        return error_set(ret_reason, -EINVAL, "worker probe: tags[%zu] is not a tag", i);
+                if (strv_add_unique(&tags, json_object_get_string(t)) < 0)
+                        return -ENOMEM;
+        }
+        *ret = TAKE_PTR(tags);
+        return 0;
+}
+
 int dispatch_worker_eligible(const DispatchDecision *d, json_object *probe, char *const *worker_tags,
                              char **ret_reason) {
         json_object *caps = json_get(probe, "capabilities");
-        const char *image;
+        _cleanup_strv_free_ char **own = NULL;
+        const char *image, *missing;
+        int r;
 
         if (!json_object_is_type(probe, json_type_object) || !json_object_is_type(caps, json_type_array) ||
             !json_object_is_type(json_get(probe, "probe_version"), json_type_int) ||
@@ -252,6 +224,12 @@ int dispatch_worker_eligible(const DispatchDecision *d, json_object *probe, char
                 if (!json_object_is_type(json_object_array_get_idx(caps, i), json_type_string))
                         return error_set(ret_reason, -EINVAL,
                                          "worker probe: capabilities[%zu] is not a string", i);
+        if (!worker_tags) {
+                r = probe_tags(probe, &own, ret_reason);
+                if (r < 0)
+                        return r;
+                worker_tags = own;
+        }
         for (char **c = d->required_capabilities; c && *c; c++)
                 if (!capability_met(*c, caps)) {
                         _cleanup_free_ char *has = json_strings_join(caps);
@@ -259,12 +237,12 @@ int dispatch_worker_eligible(const DispatchDecision *d, json_object *probe, char
                                   has ?: "?");
                         return 0;
                 }
-        for (char **t = d->required_tags; t && *t; t++)
-                if (!strv_contains(worker_tags, *t)) {
-                        _cleanup_free_ char *has = strv_join(worker_tags);
-                        error_set(ret_reason, -EINVAL, "worker lacks tag '%s' (it has: %s)", *t, has ?: "?");
-                        return 0;
-                }
+        missing = tags_first_missing(d->required_tags, worker_tags);
+        if (missing) {
+                _cleanup_free_ char *has = tags_join(worker_tags);
+                error_set(ret_reason, -EINVAL, "worker lacks tag '%s' (it has: %s)", missing, has ?: "?");
+                return 0;
+        }
         image = json_get_str(json_get(d->sandbox_block, "overrides"), "image");
         if (!image_present(image, json_get(probe, "images"))) {
                 error_set(ret_reason, -EINVAL, "worker does not have image '%s' (pondctl probe lists the images "
@@ -272,28 +250,4 @@ int dispatch_worker_eligible(const DispatchDecision *d, json_object *probe, char
                 return 0;
         }
         return 1;
-}
-
-int dispatch_tags_split(const char *s, char ***ret) {
-        _cleanup_strv_free_ char **tags = calloc(1, sizeof(char *));
-        size_t count = 0;
-
-        if (!tags)
-                return -ENOMEM;
-        for (const char *p = s ?: ""; *p;) {
-                size_t n = strcspn(p, ",");
-                _cleanup_free_ char *t = strndup(p, n);
-
-                if (!t)
-                        return -ENOMEM;
-                if (n == 0 || ++count > DISPATCH_TAGS_MAX)
-                        return -EINVAL;
-                if (strv_add_unique(&tags, t) < 0)
-                        return -ENOMEM;
-                p += n;
-                if (*p == ',' && !*++p)
-                        return -EINVAL; /* a trailing comma: an empty tag */
-        }
-        *ret = TAKE_PTR(tags);
-        return 0;
 }

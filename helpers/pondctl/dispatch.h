@@ -9,8 +9,6 @@
 
 #include "policy/policy.h"
 
-#define DISPATCH_TENANT_MAX 128
-#define DISPATCH_TAGS_MAX 64
 
 typedef struct DispatchDecision {
         json_object *sandbox_block;  /* normalized: profile, backend, tier, every knob, allow_hosts */
@@ -33,12 +31,7 @@ int dispatch_decision_to_json(const DispatchDecision *d, json_object **ret);
 
 /* Whether a worker may take the job: 1 yes; 0 no, with *ret_reason naming the first capability or tag it
  * lacks; -EINVAL with *ret_reason if probe is not a probe document (its "capabilities" array). A
- * capability "name=N" (N decimal) is met by "name=M" with M >= N: a newer Landlock ABI covers an older. */
+ * capability "name=N" (N decimal) is met by "name=M" with M >= N: a newer Landlock ABI covers an older.
+ * worker_tags NULL: the probe's own "tags" (worker.json's, as `pondctl probe` reports them; none without). */
 int dispatch_worker_eligible(const DispatchDecision *d, json_object *probe, char *const *worker_tags,
                              char **ret_reason);
-
-/* "a,b,c" -> a NULL-terminated vector; empty items refused. */
-int dispatch_tags_split(const char *s, char ***ret);
-
-/* A tenant (project) usable inside a tag: [A-Za-z0-9][A-Za-z0-9_.-]{0,127}. */
-bool dispatch_tenant_is_valid(const char *s);

@@ -18,6 +18,7 @@
 #include "dispatch.h"
 #include "image/image-name.h"
 #include "policy/spec.h"
+#include "policy/tags.h"
 #include "slurm.h"
 
 SlurmRequest *slurm_request_free(SlurmRequest *r) {
@@ -48,7 +49,7 @@ static int sandbox_of(const char *spec, size_t len, json_object **ret, char **re
 /* A Slurm account is a tenant as pond names it in tags, in lower case (Slurm folds account names: two
  * tenants that differ in case only would share one account). */
 static int check_tenant(const char *tenant, char **ret_error) {
-        if (!dispatch_tenant_is_valid(tenant))
+        if (!tag_tenant_is_valid(tenant))
                 return error_set(ret_error, -EINVAL, "tenant: not usable as a Slurm account (it must match "
                                  "[A-Za-z0-9][A-Za-z0-9_.-]{0,127})");
         for (const char *c = tenant; *c; c++)

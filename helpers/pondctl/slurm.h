@@ -61,7 +61,7 @@ typedef struct SlurmRequestOptions {
         uint64_t margin_s;
         json_object **workers;          /* probe documents, NULL-terminated; NULL: no worker known */
         char **worker_names;            /* their names in reasons, same order */
-        char **worker_tags;             /* every worker's tags (NULL: none) */
+        char **worker_tags;             /* every worker's tags (NULL: each probe's own "tags") */
 } SlurmRequestOptions;
 
 /* The sbatch request for a job spec (its text), or -EINVAL with *ret_error: the reason dispatch-check

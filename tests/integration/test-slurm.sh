@@ -6,10 +6,13 @@
 # munge key. Each worker's node line comes from `pondctl slurm-node` (Features from its probe, CPUs within
 # its admission ceiling: max_jobs 1, when_full refuse, so a job Slurm placed beyond it would be refused);
 # each job's sbatch options from `pondctl slurm-args`; each job runs under pond-slurm-job and its Epilog.
+# Worker 1 carries the tag pool:trusted only, worker 2 pool:any too (their worker.json), and Features say so.
 # Shown, each with a control that fails: placement by features (sacct NodeList), a job no worker can take
-# refused before Slurm with dispatch-check's reason, results that verify with their worker's key only,
-# queueing past the fleet's CPUs, scancel and a killed wrapper, exit codes and accounts in sacct, and a
-# worker powered off mid-job: Slurm requeues it and only attempt 1's result exists.
+# refused before Slurm with dispatch-check's reason, results that verify with their worker's key only, a
+# tier any job forced onto worker 1 (sbatch -w, no constraint) refused by that worker's pond, signed,
+# queueing past the fleet's CPUs, scancel and a killed wrapper (whose pond job only the Epilog cancels),
+# exit codes and accounts in sacct, a worker powered off mid-job: Slurm requeues it and only attempt 1's
+# result exists, and fair share ranking the tenant that ran little above the one that ran a lot.
 . "$(dirname "${BASH_SOURCE[0]}")/pond.sh"
 need_box
 [ "$(_t_box_mode)" = box ] || t_skip_all "needs POND_BOX: two more boxes join it over a bridge"
@@ -49,7 +52,8 @@ cleanup() {
         in_box "$PONDCTL" image rm pond-slurm/tiny:1 >/dev/null 2>&1
         # shellcheck disable=SC2016 # the box's sh expands these
         in_box sh -c 'if [ -e "$1" ]; then cp "$1" /etc/pond/worker.json; else rm -f /etc/pond/worker.json; fi
-                rm -rf /etc/munge /run/munge /var/spool/slurmd /etc/alternatives/slurmstepd' sh "$shared/worker.json.orig"
+                rm -rf /etc/munge /run/munge /var/spool/slurmd /etc/alternatives/slurmstepd /run/pond-test-no-epilog' \
+                sh "$shared/worker.json.orig"
         rm -rf "$shared"
 }
 trap 'rc=$?; cleanup; (exit $rc); _t_atexit' EXIT
@@ -105,18 +109,25 @@ EOF
 digest=$(w2 "$PONDCTL" image import "$shared/tiny.docker.tar" --name pond-slurm/tiny:1 2>"$shared/log/import")
 t_like "worker 2: the test image imported" "^sha256:" "$digest" || diag "$(cat "$shared/log/import")"
 
-# --- each worker's ceiling (one job at a time, refused beyond it), probe, key and node line
+# --- each worker's ceiling (one job at a time, refused beyond it) and tags, probe, key and node line
 in_box sh -c '[ ! -e /etc/pond/worker.json ] || cat /etc/pond/worker.json' >"$shared/worker.json.orig"
 [ -s "$shared/worker.json.orig" ] || rm -f "$shared/worker.json.orig"
 for n in 1 2; do
+        tags='"pool:trusted"'
+        [ "$n" = 1 ] || tags='"pool:trusted", "pool:any"'
         # shellcheck disable=SC2016 # the box's sh expands $1
-        on "$n" sh -c 'mkdir -p /etc/pond && echo "{\"max_jobs\": 1, \"when_full\": \"refuse\"}" > /etc/pond/worker.json'
+        on "$n" sh -c 'mkdir -p /etc/pond && echo "$1" > /etc/pond/worker.json' \
+                sh "{\"max_jobs\": 1, \"when_full\": \"refuse\", \"tags\": [$tags]}"
         on "$n" "$PONDCTL" probe --json >"$shared/probes/w$n.json" 2>/dev/null
         on "$n" cat /etc/pond/keys/sign.pub >"$shared/keys/w$n.pub"
-        on "$n" "$PONDCTL" slurm-node --name "w$n" --tags pool:trusted >"$shared/node$n" 2>"$shared/log/node$n"
+        on "$n" "$PONDCTL" slurm-node --name "w$n" >"$shared/node$n" 2>"$shared/log/node$n"
         t_like "worker $n describes itself as a node (CPUs within max_jobs 1)" "^NodeName=w$n CPUs=1 .*pool_trusted" \
                 "$(cat "$shared/node$n")" || diag "$(cat "$shared/log/node$n")"
 done
+t_like "worker 2's Features carry its worker.json's pool:any" "pool_any" "$(cat "$shared/node2")"
+t_fail "control: worker 1's do not" grep -q pool_any "$shared/node1"
+t_eq "the probe reports worker 1's tags from its worker.json" "['pool:trusted']" \
+        "$(json "$shared/probes/w1.json" 'j["tags"]')"
 t_like "worker 1 advertises runsc" "sb_runsc" "$(cat "$shared/node1")"
 t_fail "worker 2 does not (its runsc does not work)" grep -q sb_runsc "$shared/node2"
 t_like "worker 2 advertises its image by digest" "img_${digest:7:12}" "$(cat "$shared/node2")"
@@ -144,7 +155,7 @@ MpiDefault=none
 ReturnToService=2
 SlurmdTimeout=10
 KillWait=10
-SchedulerParameters=batch_sched_delay=0
+SchedulerParameters=batch_sched_delay=0,bf_interval=1
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU_Memory
 AccountingStorageType=accounting_storage/slurmdbd
@@ -155,11 +166,20 @@ PriorityType=priority/multifactor
 PriorityWeightFairshare=10000
 RequeueExit=75
 JobRequeue=1
-Epilog=$epilog
+Epilog=$shared/epilog
+PriorityCalcPeriod=1
 $(sed "s/^NodeName=w1 /NodeName=w1 NodeAddr=$NET.2 /" "$shared/node1")
 $(sed "s/^NodeName=w2 /NodeName=w2 NodeAddr=$NET.3 /" "$shared/node2")
 PartitionName=trusted Nodes=w1,w2 Default=YES MaxTime=60 State=UP
+PartitionName=any Nodes=w1,w2 MaxTime=60 State=UP
 EOF
+# pond's Epilog, unless a control run turned it off on that node
+cat >"$shared/epilog" <<EOF
+#!/bin/sh
+[ -e /run/pond-test-no-epilog ] && exit 0
+exec $epilog
+EOF
+chmod 0755 "$shared/epilog"
 cat >"$etc/slurmdbd.conf" <<EOF
 AuthType=auth/munge
 DbdHost=$ctlhost
@@ -218,7 +238,7 @@ for n in 1 2; do
 done
 states=
 for _ in $(seq 300); do
-        states=$(ctl sinfo -h -N -o '%N %t' 2>/dev/null | sort | tr '\n' ' ')
+        states=$(ctl sinfo -h -N -o '%N %t' 2>/dev/null | sort -u | tr '\n' ' ')
         [ "$states" = "w1 idle w2 idle " ] && break
         sleep 0.2
 done
@@ -228,6 +248,18 @@ t_eq "both workers are idle nodes of the cluster" "w1 idle w2 idle " "$states" |
 # usage TENANT: the tenant's account's raw usage (CPU-seconds charged as its jobs end)
 usage() { ctl sshare -n -P -A "$1" -o Account,RawUsage 2>/dev/null | awk -F'|' -v a="$1" '$1 ~ a { print $2; exit }'; }
 t_eq "control: before any job, neither tenant has used anything" "0 0" "$(usage acme) $(usage beta)"
+
+# --- figures (tools/bench-slurm): with POND_SLURM_BENCH=ROUNDS, before the scenarios
+if [ -n "${POND_SLURM_BENCH:-}" ]; then
+        bench=$POND_SRCDIR/tests/integration/slurm-bench.py
+        brc=0 lrc=0
+        ctl python3 "$bench" slurm "$shared" "$CTL_PONDCTL" "$WRAPPER" "$POND_SRCDIR/policy" "$POND_SLURM_BENCH" \
+                >"$shared/log/bench" 2>&1 || brc=$?
+        in_box python3 "$bench" local "$shared" "$PONDCTL" "$POND_SLURM_BENCH" >>"$shared/log/bench" 2>&1 || lrc=$?
+        t_eq "bench: jobs through Slurm, every result verified" 0 "$brc"
+        t_eq "bench: the same job with pondctl run on worker 1" 0 "$lrc"
+        while read -r line; do diag "$line"; done <"$shared/log/bench"
+fi
 
 # spec ID TENANT COMMAND-JSON SANDBOX-JSON: a job spec file in the shared directory; prints its path
 spec() {
@@ -240,7 +272,7 @@ spec() {
 submit() {
         local s=$1 args; shift
         args=$(ctl "$CTL_PONDCTL" slurm-args "$s" --policy "$POND_SRCDIR/policy" --worker "$shared/probes/w1.json" \
-                --worker "$shared/probes/w2.json" --worker-tags pool:trusted 2>"$shared/log/refused") || return 0
+                --worker "$shared/probes/w2.json" 2>"$shared/log/refused") || return 0
         # shellcheck disable=SC2086 # one option per line, none with a space
         ctl sbatch --parsable -o "$shared/log/slurm-%j.out" $args "$@" "$WRAPPER" "$s" "$shared/results"
 }
@@ -295,6 +327,33 @@ for pair in "sl-runsc-$$ 1 2" "sl-image-$$ 2 1"; do
                 "$CTL_PONDCTL" verify --pubkey "$shared/keys/w$other.pub" --job-id "$task-a0" "$shared/results/$task-a0"
 done
 
+# --- the worker still decides: a tier any job forced onto worker 1 (-w, without the constraint that keeps
+# Slurm from placing it there) is refused by worker 1's pond, signed; the same job on worker 2 runs
+ANY='{"profile":"untrusted-code-read","tier":"any","overrides":{"cpus":1,"memory":"256M"}}'
+t_like "slurm-args asks for pool_any for a tier any job" "^--constraint=.*pool_any" \
+        "$(ctl "$CTL_PONDCTL" slurm-args "$(spec "sl-any-w1-$$" acme '["true"]' "$ANY")" --policy "$POND_SRCDIR/policy" \
+                --worker "$shared/probes/w1.json" --worker "$shared/probes/w2.json" | grep constraint)"
+forced() { # forced TASK NODE: the job's sbatch options but its constraint, pinned to NODE
+        local args
+        args=$(ctl "$CTL_PONDCTL" slurm-args "$shared/specs/$1.json" --policy "$POND_SRCDIR/policy" | grep -v '^--constraint=')
+        # shellcheck disable=SC2086 # one option per line, none with a space
+        ctl sbatch --parsable -o "$shared/log/slurm-%j.out" -w "$2" $args "$WRAPPER" "$shared/specs/$1.json" "$shared/results"
+}
+ja=$(forced "sl-any-w1-$$" w1)
+spec "sl-any-w2-$$" acme '["true"]' "$ANY" >/dev/null
+jb=$(forced "sl-any-w2-$$" w2)
+t_eq "a tier any job sent to worker 1 with -w: the wrapper fails" FAILED "$(wait_done "$ja")"
+t_eq "sacct ExitCode 125 (the worker refused), not the requeue code" 125:0 "$(field "$ja" ExitCode)"
+t_eq "not requeued: one run in sacct -D" 1 "$(ctl sacct -n -X -D -j "$ja" -o JobID 2>/dev/null | wc -l)"
+t_eq "worker 1's pond signed it refused" refused "$(json "$shared/results/sl-any-w1-$$-a0/result.json" 'j["status"]')"
+t_like "the reason names the tag worker 1 lacks" "does not carry 'pool:any'.*it carries pool:trusted" \
+        "$(json "$shared/results/sl-any-w1-$$-a0/result.json" 'j["reason"]')"
+t_ok "the refusal verifies with worker 1's key" \
+        "$CTL_PONDCTL" verify --pubkey "$shared/keys/w1.pub" --job-id "sl-any-w1-$$-a0" "$shared/results/sl-any-w1-$$-a0"
+t_eq "control: the same job sent to worker 2 completes" COMPLETED "$(wait_done "$jb")"
+t_eq "control: signed completed by worker 2" completed \
+        "$(json "$shared/results/sl-any-w2-$$-a0/result.json" 'j["status"]')"
+
 # --- accounting: the payload's rc is the job's exit code, never requeued; the account is the tenant
 j3=$(submit "$(spec "sl-exit3-$$" beta '["sh","-c","exit 3"]' "$RC")")
 t_eq "a payload that exits 3: Slurm says FAILED" FAILED "$(wait_done "$j3")"
@@ -341,33 +400,53 @@ t_eq "the pond job's signed result says cancelled" cancelled \
 t_ok "and it verifies with its worker's key" "$CTL_PONDCTL" verify --pubkey "$shared/keys/$node.pub" \
         --job-id "sl-cancel-$$-a0" "$shared/results/sl-cancel-$$-a0"
 
-j5=$(submit "$(spec "sl-kill-$$" acme '["sleep","300"]' "$RC")")
-state=
-for _ in $(seq 300); do
-        node=$(field "$j5" NodeList)
-        [ -n "$node" ] && [ "$node" != "None assigned" ] &&
-                state=$(on "${node#w}" "$PONDCTL" status --json "sl-kill-$$-a0" 2>/dev/null | python3 -c \
-                        'import json,sys; print(json.load(sys.stdin)["state"])' 2>/dev/null)
-        [ "$state" = running ] && break
-        sleep 0.2
-done
-t_eq "the pond job of the wrapper to kill runs" running "$state"
-on "${node#w}" pkill -KILL -f "slurm_script $shared/specs/sl-kill-$$.json"
-wait_done "$j5" >/dev/null
+# pond_state NODE ID: the pond job's state on worker NODE (w1, w2)
+pond_state() {
+        on "${1#w}" "$PONDCTL" status --json "$2" 2>/dev/null |
+                python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])' 2>/dev/null
+}
+# killed TASK: submits TASK (sleep 300) to worker 1, waits for its pond job to run, kills its batch script
+# with -9, waits until Slurm has finished the job and worker 1 is idle again (its Epilog has run)
+killed() {
+        local j state='' node=''
+        j=$(submit "$(spec "$1" acme '["sleep","300"]' "$RC")" -w w1)
+        for _ in $(seq 300); do
+                state=$(pond_state w1 "$1-a0")
+                [ "$state" = running ] && break
+                sleep 0.2
+        done
+        [ "$state" = running ] || diag "the pond job $1-a0 did not start: $state"
+        in_box pkill -KILL -f "slurm_script $shared/specs/$1.json"
+        wait_done "$j" >/dev/null
+        for _ in $(seq 150); do
+                node=$(ctl sinfo -h -n w1 -o %t 2>/dev/null)
+                [ "$node" = idle ] && break
+                sleep 0.2
+        done
+}
+in_box touch /run/pond-test-no-epilog
+killed "sl-noepi-$$"
+t_eq "control: wrapper killed with -9 and no Epilog on the node: the pond job is left running" running \
+        "$(pond_state w1 "sl-noepi-$$-a0")"
+in_box rm -f /run/pond-test-no-epilog
+in_box "$PONDCTL" cancel "sl-noepi-$$-a0" >/dev/null 2>&1
+since=$(in_box date '+%Y-%m-%d %H:%M:%S')
+killed "sl-kill-$$"
 for _ in $(seq 100); do
-        state=$(on "${node#w}" "$PONDCTL" status --json "sl-kill-$$-a0" 2>/dev/null | python3 -c \
-                'import json,sys; print(json.load(sys.stdin)["state"])' 2>/dev/null)
+        state=$(pond_state w1 "sl-kill-$$-a0")
         [ "$state" = cancelled ] && break
         sleep 0.2
 done
 t_eq "wrapper killed with -9: the Epilog cancelled its pond job (signed cancelled)" cancelled "$state"
+t_like "worker 1's journal has the Epilog's record of it" "cancelled pond job sl-kill-$$-a0" \
+        "$(in_box journalctl -q -t pond-slurm-epilog --since "$since" -o cat 2>&1)"
 
 # --- features kept current without a restart: the image imported on worker 1 too, its node updated
 t_eq "control: Slurm does not see the image on worker 1 yet" "" \
         "$(ctl scontrol show node w1 | grep -o "img_${digest:7:12}")"
 in_box "$PONDCTL" image import "$shared/tiny.docker.tar" --name pond-slurm/tiny:1 >/dev/null 2>&1
 # shellcheck disable=SC2046 # NodeName=... AvailableFeatures=... ActiveFeatures=..., none with a space
-ctl scontrol update $(in_box "$PONDCTL" slurm-node --name w1 --tags pool:trusted --update)
+ctl scontrol update $(in_box "$PONDCTL" slurm-node --name w1 --update)
 t_like "scontrol update from slurm-node --update: worker 1's node has the image's feature" \
         "ActiveFeatures=.*img_${digest:7:12}" "$(ctl scontrol show node w1)"
 
@@ -385,6 +464,8 @@ for _ in $(seq 300); do
 done
 t0=$(date +%s%N)
 POND_BOX_QUIET=1 POND_BOX_STOP_TIMEOUT=0 "$POND_BOX_TOOL" stop "$W2" >/dev/null 2>&1
+for _ in $(seq 600); do [ "$(pond_state w1 "sl-loss-$$-a1")" = running ] && break; sleep 0.1; done
+diag "worker 2 powered off to attempt 1 running on worker 1: $((($(date +%s%N) - t0) / 1000000)) ms"
 t_eq "after worker 2's loss the job completes" COMPLETED "$(wait_done "$j6")"
 diag "worker 2 powered off to the requeued job's end on worker 1: $((($(date +%s%N) - t0) / 1000000)) ms"
 t_eq "the requeued run was on worker 1" w1 "$(field "$j6" NodeList)"
@@ -398,5 +479,17 @@ t_eq "exactly one result exists for the task, attempt 1's" "sl-loss-$$-a1" \
 # --- fair share: acme ran many jobs, beta one short one: acme has used more and ranks behind
 ua=$(usage acme) ub=$(usage beta)
 t_ok "acme's usage ($ua) is charged above beta's ($ub)" test "${ua:-0}" -gt "${ub:-0}"
+# fairshare TENANT: its account's FairShare factor (recomputed every PriorityCalcPeriod, one minute)
+# (fair tree gives it on the account's user associations)
+fairshare() {
+        ctl sshare -a -n -P -A "$1" -o Account,FairShare 2>/dev/null | awk -F'|' -v a="$1" '$1 ~ a && $2 != "" { print $2; exit }'
+}
+fa='' fb=''
+for _ in $(seq 140); do
+        fa=$(fairshare acme) fb=$(fairshare beta)
+        awk -v a="${fa:-0}" -v b="${fb:-0}" 'BEGIN { exit !(b > a) }' && break
+        sleep 0.5
+done
+t_ok "sshare ranks beta (FairShare $fb) above acme ($fa)" awk -v a="${fa:-0}" -v b="${fb:-0}" 'BEGIN { exit !(b > a) }'
 diag "sshare: $(ctl sshare -n -P -A acme,beta -o Account,RawUsage,FairShare 2>/dev/null | tr '\n' ' ')"
 done_testing

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* test-admission: worker.json parsed strictly (every key, "auto", refusals naming the field), and the
+/* test-admission: worker.json parsed strictly (every key, "auto", the tags and the default ones, refusals
+ * naming the field), and the
  * admission directory: admitted up to each ceiling and never past it, queued in order (a later job does
  * not pass an earlier one that waits), a dead waiter skipped, a job too big for the ceiling, the refuse
  * policy, release, and concurrent processes never holding more leases than the ceiling. The setup gate:
@@ -59,6 +60,12 @@ TEST(policy_refusals) {
                 { "{\"max_setups\": 1025}", "max_setups" },
                 { "[]", "" },
                 { "{\"max_jobs\": 4, \"max_jobs\": 5}", "" },
+                { "{\"tags\": []}", "tags: must be an array of 1 to 64" },
+                { "{\"tags\": \"pool:trusted\"}", "tags: must be an array" },
+                { "{\"tags\": [\"pool:trusted\", 1]}", "tags[1]: must be a tag" },
+                { "{\"tags\": [\"trusted\"]}", "tags[0]: must be a tag" },
+                { "{\"tags\": [\"tenant:a b\"]}", "tags[0]: must be a tag" },
+                { "{\"tags\": [\"pool:any\", \"pool:any\"]}", "tags[1]: 'pool:any' is listed twice" },
         };
         AdmissionPolicy p;
 
@@ -67,6 +74,27 @@ TEST(policy_refusals) {
                 EXPECT_ERROR(EINVAL, parse(bad[i].text, &p, &err));
                 EXPECT_CONTAINS(bad[i].want, err ?: "");
         }
+}
+
+TEST(policy_tags) {
+        _cleanup_(admission_policy_done) AdmissionPolicy p = {};
+        AdmissionPolicy none;
+        char *const *t;
+
+        /* without the key: pond's own pools, never byo */
+        ASSERT_OK(parse("{\"max_jobs\": 2}", &none, NULL));
+        ASSERT_TRUE(none.tags == NULL);
+        t = admission_policy_tags(&none);
+        ASSERT_EQ(2, strv_length(t));
+        ASSERT_STREQ("pool:trusted", t[0]);
+        ASSERT_STREQ("pool:any", t[1]);
+        ASSERT_OK(parse("{\"tags\": [\"pool:byo\", \"tenant:acme\", \"zone:eu\"], \"max_jobs\": 1}", &p, NULL));
+        t = admission_policy_tags(&p);
+        ASSERT_EQ(3, strv_length(t));
+        ASSERT_STREQ("pool:byo", t[0]);
+        ASSERT_STREQ("tenant:acme", t[1]);
+        ASSERT_STREQ("zone:eu", t[2]);
+        EXPECT_EQ(1ULL, p.max_jobs);
 }
 
 static const AdmissionClaim ONE = { 1ULL << 30, 1000 };

@@ -9,6 +9,8 @@
 #include "basic/macro.h"
 #include "dispatch.h"
 #include "policy/policy.h"
+#include "policy/tags.h"
+#include "policy/worker-policy.h"
 #include "tests.h"
 
 static Policy *load_from(const char *dir) {
@@ -318,15 +320,84 @@ TEST(tags_split) {
         _cleanup_strv_free_ char **t = NULL, **e = NULL;
         char **bad = NULL;
 
-        ASSERT_OK(dispatch_tags_split("pool:byo,tenant:acme,pool:byo", &t));
+        ASSERT_OK(tags_split("pool:byo,tenant:acme,pool:byo", &t));
         ASSERT_EQ(2, strv_length(t));
         ASSERT_STREQ("tenant:acme", t[1]);
-        ASSERT_OK(dispatch_tags_split(NULL, &e));
+        ASSERT_OK(tags_split(NULL, &e));
         ASSERT_EQ(0, strv_length(e));
-        ASSERT_ERROR(EINVAL, dispatch_tags_split("a,,b", &bad));
-        ASSERT_ERROR(EINVAL, dispatch_tags_split("a,", &bad));
-        ASSERT_ERROR(EINVAL, dispatch_tags_split(",a", &bad));
+        ASSERT_ERROR(EINVAL, tags_split("pool:a,,pool:b", &bad));
+        ASSERT_ERROR(EINVAL, tags_split("pool:a,", &bad));
+        ASSERT_ERROR(EINVAL, tags_split(",pool:a", &bad));
+        /* a tag is KEY:VALUE */
+        ASSERT_ERROR(EINVAL, tags_split("trusted", &bad));
+        ASSERT_ERROR(EINVAL, tags_split("pool:", &bad));
+        ASSERT_ERROR(EINVAL, tags_split(":trusted", &bad));
+        ASSERT_ERROR(EINVAL, tags_split("Pool:trusted", &bad));
+        ASSERT_ERROR(EINVAL, tags_split("tenant:-acme", &bad));
+        ASSERT_ERROR(EINVAL, tags_split("tenant:a b", &bad));
         ASSERT_TRUE(bad == NULL);
+        ASSERT_TRUE(tag_is_valid("zone:eu-west_1"));
+        ASSERT_TRUE(!tag_is_valid("pool:trusted:x"));
+}
+
+/* The decision pond-run makes at acceptance: the tags dispatch-check requires, against the worker's own. */
+static const char *missing_on(const char *block, const char *tenant, char *const *have, char **ret_error) {
+        _cleanup_(policy_freep) Policy *p = load_from(POND_SOURCE_ROOT "/policy");
+        _cleanup_(resolved_policy_freep) ResolvedPolicy *r = NULL;
+        _cleanup_(sandbox_block_done) SandboxBlock b = {};
+        _cleanup_json_ json_object *o = parse(block);
+        static char *keep[4];
+        _cleanup_strv_free_ char **required = NULL;
+        const char *m;
+
+        if (!p || sandbox_block_from_json(o, "sandbox", &b, ret_error) < 0 ||
+            policy_resolve(p, &b, &r, ret_error) < 0 || tags_required(r, &b, tenant, &required, ret_error) < 0)
+                return "(refused)";
+        m = tags_first_missing(required, have);
+        free(keep[0]);
+        keep[0] = m ? strdup(m) : NULL;
+        return keep[0];
+}
+
+TEST(worker_default_tags) {
+        static char *const defaults[] = { WORKER_TAGS_DEFAULT, NULL };
+        AdmissionPolicy none = {};
+        _cleanup_free_ char *err = NULL;
+
+        /* a worker without "tags" takes what one worker took before any routing: trusted and any jobs */
+        ASSERT_TRUE(missing_on(W "}", "local", admission_policy_tags(&none), NULL) == NULL);
+        ASSERT_TRUE(missing_on("{\"profile\":\"none\"}", "local", defaults, NULL) == NULL);
+        ASSERT_TRUE(missing_on(W ",\"tier\":\"any\"}", "local", defaults, NULL) == NULL);
+        /* never a byo job */
+        ASSERT_STREQ("pool:byo", missing_on(W ",\"tier\":\"byo\"}", "acme", defaults, NULL));
+        /* a trusted-only worker refuses tier any, naming the tag */
+        ASSERT_STREQ("pool:any", missing_on(W ",\"tier\":\"any\"}", "local",
+                                            (char *const[]) { (char *) "pool:trusted", NULL }, NULL));
+        /* a byo worker takes its own tenant's jobs only */
+        ASSERT_STREQ("tenant:acme", missing_on(W ",\"tier\":\"byo\"}", "acme",
+                                               (char *const[]) { (char *) "pool:byo", (char *) "tenant:beta", NULL },
+                                               NULL));
+        ASSERT_TRUE(missing_on(W ",\"tier\":\"byo\"}", "acme",
+                               (char *const[]) { (char *) "pool:byo", (char *) "tenant:acme", NULL }, NULL) == NULL);
+        /* a spec's tenant that cannot be a tag is refused for byo only */
+        ASSERT_STREQ("(refused)", missing_on(W ",\"tier\":\"byo\"}", "a b", defaults, &err));
+        ASSERT_CONTAINS("tenant: 'a b' must match", err);
+        ASSERT_TRUE(missing_on(W "}", "a b", defaults, NULL) == NULL);
+}
+
+TEST(probe_tags_are_the_worker_default) {
+        _cleanup_free_ char *why = NULL, *why2 = NULL;
+        const char *probe = "{\"probe_version\":1,\"capabilities\":[\"sandbox.runc\",\"cgroup.cpu\","
+                            "\"cgroup.memory\",\"cgroup.pids\",\"seccomp\",\"nftables\"],"
+                            "\"tags\":[\"pool:trusted\"]}";
+
+        /* without --worker-tags a probe's own tags decide */
+        ASSERT_EQ(1, eligible(W "}", NULL, probe, NULL, NULL));
+        ASSERT_EQ(0, eligible(W ",\"tier\":\"any\"}", NULL, probe, NULL, &why));
+        ASSERT_CONTAINS("lacks tag 'pool:any' (it has: pool:trusted)", why);
+        ASSERT_ERROR(EINVAL, eligible(W "}", NULL, "{\"probe_version\":1,\"capabilities\":[],\"tags\":[\"x\"]}",
+                                      NULL, &why2));
+        ASSERT_CONTAINS("tags[0] is not a tag", why2);
 }
 
 /* Loads a copy of policy/ with one edit to profiles.json: the policy, or NULL and *ret_error. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* worker-policy.c: policy/worker.json parsed strictly into the admission ceiling, "auto" resolved against
- * this host (MemTotal, the CPUs this process may run on). */
+ * this host (MemTotal, the CPUs this process may run on), and the worker's tags. */
 #include <math.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -13,7 +13,9 @@
 #include "basic/json-strict.h"
 #include "basic/json-util.h"
 #include "basic/size.h"
+#include "basic/strv.h"
 #include "policy/policy-file.h"
+#include "policy/tags.h"
 #include "policy/worker-policy.h"
 
 static int fail(char **ret_error, const char *fmt, ...) _printf_(2, 3);
@@ -43,6 +45,39 @@ AdmissionPolicy admission_policy_default(void) {
                 .max_setups = MIN((uint64_t) ADMISSION_SETUPS_PER_CPU * admission_cpus_allowed(),
                                   ADMISSION_MAX_SETUPS_MAX),
         };
+}
+
+char *const *admission_policy_tags(const AdmissionPolicy *p) {
+        static char *const defaults[] = { WORKER_TAGS_DEFAULT, NULL };
+
+        return p->tags ?: defaults;
+}
+
+void admission_policy_done(AdmissionPolicy *p) {
+        p->tags = strv_free(p->tags);
+}
+
+static int parse_tags(json_object *v, char ***ret, char **ret_error) {
+        _cleanup_strv_free_ char **tags = NULL;
+        size_t n = json_object_is_type(v, json_type_array) ? json_object_array_length(v) : 0;
+
+        if (n == 0 || n > TAGS_MAX)
+                return fail(ret_error, "tags: must be an array of 1 to %d tags (\"pool:trusted\", \"tenant:acme\")",
+                            TAGS_MAX);
+        for (size_t i = 0; i < n; i++) {
+                json_object *t = json_object_array_get_idx(v, i);
+                const char *s = json_object_is_type(t, json_type_string) ? json_object_get_string(t) : NULL;
+
+                if (!s || !tag_is_valid(s))
+                        return fail(ret_error, "tags[%zu]: must be a tag KEY:VALUE, KEY [a-z][a-z0-9_-]{0,31}, "
+                                    "VALUE [A-Za-z0-9][A-Za-z0-9_.-]{0,127} (\"pool:trusted\", \"tenant:acme\")", i);
+                if (strv_add_unique(&tags, s) < 0)
+                        return -ENOMEM;
+                if (strv_length(tags) != i + 1)
+                        return fail(ret_error, "tags[%zu]: '%s' is listed twice", i, s);
+        }
+        *ret = TAKE_PTR(tags);
+        return 0;
 }
 
 static bool is_auto(json_object *v) {
@@ -81,7 +116,7 @@ static int parse_cpus(json_object *v, uint64_t *ret, char **ret_error) {
 
 int admission_policy_parse(const char *text, size_t len, AdmissionPolicy *ret, char **ret_error) {
         static const char *const known[] = { "max_jobs", "max_memory", "max_cpus", "when_full", "max_wait_s",
-                                             "max_setups", NULL };
+                                             "max_setups", "tags", NULL };
         _cleanup_json_ json_object *o = NULL;
         _cleanup_free_ char *err = NULL;
         AdmissionPolicy p = admission_policy_default();
@@ -115,6 +150,9 @@ int admission_policy_parse(const char *text, size_t len, AdmissionPolicy *ret, c
                         return fail(ret_error, "when_full: must be \"wait\" or \"refuse\"");
                 p.refuse_when_full = streq(s, "refuse");
         }
+        v = json_get(o, "tags");
+        if (v && (r = parse_tags(v, &p.tags, ret_error)) < 0)
+                return r;
         *ret = p;
         return 0;
 }
