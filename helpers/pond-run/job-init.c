@@ -103,6 +103,8 @@ static int channel_send(JobInitChannel *ch, unsigned slot, InitMessage type, con
         memcpy(p + ch->out_len, &h, sizeof h);
         ch->out_len += sizeof h;
         for (size_t i = 0; i < n_iov; i++) {
+                if (iov[i].iov_len == 0)
+                        continue; /* its base may be NULL (no stdin), which memcpy may not be given */
                 memcpy(p + ch->out_len, iov[i].iov_base, iov[i].iov_len);
                 ch->out_len += iov[i].iov_len;
         }
