@@ -410,7 +410,7 @@ pond_state() {
 killed() {
         local j state='' node=''
         j=$(submit "$(spec "$1" acme '["sleep","300"]' "$RC")" -w w1)
-        for _ in $(seq 300); do
+        for _ in $(seq 600); do
                 state=$(pond_state w1 "$1-a0")
                 [ "$state" = running ] && break
                 sleep 0.2
