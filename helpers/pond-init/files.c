@@ -22,6 +22,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "console/names.h"
 #include "files.h"
 
 #define EXIT_FAILED 1
@@ -57,17 +58,8 @@ bool files_path_ok(const char *path, const char *root) {
 
         if (path[0] != '/' || root[0] != '/' || strlen(path) >= PATH_MAX)
                 return false;
-        /* no empty, "." or ".." component, no trailing slash */
-        for (const char *c = path + 1;; ) {
-                const char *e = strchrnul(c, '/');
-                size_t k = (size_t) (e - c);
-
-                if (k == 0 || (k == 1 && c[0] == '.') || (k == 2 && c[0] == '.' && c[1] == '.'))
-                        return false;
-                if (!*e)
-                        break;
-                c = e + 1;
-        }
+        if (!path_normalized(path))
+                return false;
         if (n == 1)
                 return path[1] != 0;
         return strncmp(path, root, n) == 0 && path[n] == '/' && path[n + 1] != 0;

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "console/init-proto.h"
+#include "console/names.h"
 #include "files.h"
 #include "serve.h"
 
@@ -151,18 +152,6 @@ static int split_strings(char *p, size_t len, uint32_t n, char **ret, size_t *re
         return 0;
 }
 
-static bool env_ok(const char *e) {
-        const char *eq = strchr(e, '=');
-
-        if (!eq || eq == e)
-                return false;
-        for (const char *c = e; c < eq; c++)
-                if (!((*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') || *c == '_' ||
-                      (c > e && *c >= '0' && *c <= '9')))
-                        return false;
-        return true;
-}
-
 static void exec_fail(unsigned slot, const char *why) {
         InitExit x = { .status = EXIT_REFUSED, .flags = INIT_EXIT_NOT_STARTED };
 
@@ -197,7 +186,7 @@ static void exec_start(unsigned slot, char *p, size_t len) {
                 return channel_close();
         argv[h.n_argv] = NULL;
         for (uint32_t i = 0; i < h.n_env; i++)
-                if (!env_ok(env[i]))
+                if (!env_assignment_ok(env[i]))
                         return channel_close();
         if (cwd[0] && cwd[0] != '/')
                 return channel_close();

@@ -16,6 +16,7 @@
 #include "basic/macro.h"
 #include "basic/strv.h"
 #include "console/console.h"
+#include "console/names.h"
 
 int console_send(int fd, ConsoleMessage type, const void *data, size_t len, bool nonblock) {
         uint8_t t = (uint8_t) type;
@@ -234,18 +235,6 @@ static bool startswith(const char *s, const char *prefix) {
         return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
-static bool env_name_ok(const char *e) {
-        const char *eq = strchr(e, '=');
-
-        if (!eq || eq == e)
-                return false;
-        for (const char *c = e; c < eq; c++)
-                if (!((*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') || *c == '_' ||
-                      (c > e && *c >= '0' && *c <= '9')))
-                        return false;
-        return true;
-}
-
 static int parse_u64(const char *s, uint64_t max, uint64_t *ret) {
         char *end;
         unsigned long long v;
@@ -275,7 +264,7 @@ int console_unpack_exec(const char *buf, size_t len, ConsoleExecRequest *ret, co
 
                 if (startswith(o, "cwd=") && !r.cwd && o[4] == '/' && strlen(o + 4) < 4096)
                         k = (r.cwd = strdup(o + 4)) ? 0 : -ENOMEM;
-                else if (startswith(o, "env=") && env_name_ok(o + 4))
+                else if (startswith(o, "env=") && env_assignment_ok(o + 4))
                         k = strv_length(r.env) >= CONSOLE_EXEC_ENV_MAX ? -E2BIG : strv_push(&r.env, strdup(o + 4));
                 else if (startswith(o, "timeout_ms=") && parse_u64(o + 11, CONSOLE_EXEC_TIMEOUT_MS_MAX, &v) >= 0 &&
                          v > 0)

@@ -10,6 +10,7 @@
 #include "basic/strv.h"
 #include "console/console.h"
 #include "console/copy.h"
+#include "console/names.h"
 
 void console_copy_request_done(ConsoleCopyRequest *r) {
         free(r->path);
@@ -78,26 +79,13 @@ int console_unpack_copy(const char *buf, size_t len, ConsoleCopyRequest *ret, co
         return 0;
 }
 
-/* No empty, "." or ".." component, no trailing slash. */
-static bool normalized(const char *path) {
-        for (const char *c = path + 1;; ) {
-                const char *e = strchrnul(c, '/');
-                size_t k = (size_t) (e - c);
-
-                if (k == 0 || (k == 1 && c[0] == '.') || (k == 2 && c[0] == '.' && c[1] == '.'))
-                        return false;
-                if (!*e)
-                        return true;
-                c = e + 1;
-        }
-}
 
 int copy_path_check(const char *path, char *const *roots, const char **ret_root, const char **ret_error) {
         if (!path || path[0] != '/')
                 return *ret_error = "not an absolute path", -EINVAL;
         if (strlen(path) >= CONSOLE_COPY_PATH_MAX)
                 return *ret_error = "too long", -EINVAL;
-        if (!normalized(path))
+        if (!path_normalized(path))
                 return *ret_error = "not normalized (an empty, \".\" or \"..\" component, or a trailing slash)",
                        -EINVAL;
         for (char *const *r = roots; r && *r; r++) {
