@@ -22,15 +22,16 @@ typedef struct DispatchArgs {
         const char *worker_tags;
 } DispatchArgs;
 
-/* A refusal is an answer, not a crash: printed as JSON for the caller, logged once for the operator. */
-static int print_refusal(const char *reason) {
-        _cleanup_json_ json_object *o = json_object_new_object();
+int ctl_refusal(const char *reason, bool json) {
+        if (json) {
+                _cleanup_json_ json_object *o = json_object_new_object();
 
-        if (!o)
-                return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
-        json_object_object_add(o, "refused", json_object_new_boolean(true));
-        json_object_object_add(o, "reason", json_object_new_string(reason ?: "(no reason)"));
-        ctl_json_print(o);
+                if (!o)
+                        return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
+                json_object_object_add(o, "refused", json_object_new_boolean(true));
+                json_object_object_add(o, "reason", json_object_new_string(reason ?: "(no reason)"));
+                ctl_json_print(o);
+        }
         return ctl_fail_untrusted(CTL_EXIT_ERROR, "Refused: %s", reason ?: "(no reason)"); /* quotes the spec */
 }
 
@@ -108,17 +109,17 @@ int ctl_verb_dispatch_check(int argc, char *argv[]) {
                 return CTL_EXIT_USAGE;
         r = policy_load(a.policy_dir, &policy, &err);
         if (r < 0)
-                return print_refusal(err ?: "policy: cannot be loaded");
+                return ctl_refusal(err ?: "policy: cannot be loaded", true);
         r = read_json(a.input, &block, &err);
         if (r == -ENOMEM)
                 return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
         if (r < 0)
-                return print_refusal(err);
+                return ctl_refusal(err, true);
         r = dispatch_check(policy, block, a.tenant, &d, &err);
         if (r == -ENOMEM)
                 return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
         if (r < 0)
-                return print_refusal(err);
+                return ctl_refusal(err, true);
         r = dispatch_decision_to_json(d, &out);
         if (r < 0)
                 return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");

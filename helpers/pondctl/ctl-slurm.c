@@ -168,19 +168,6 @@ static int take_worker(const char *arg, void *userdata) {
         return s ? strv_push(&a->workers, s) : log_oom();
 }
 
-static int args_refuse(const ArgsArgs *a, const char *reason) {
-        if (a->json) {
-                _cleanup_json_ json_object *o = json_object_new_object();
-
-                if (!o)
-                        return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
-                json_object_object_add(o, "refused", json_object_new_boolean(true));
-                json_object_object_add(o, "reason", json_object_new_string(reason ?: "(no reason)"));
-                ctl_json_print(o);
-        }
-        return ctl_fail_untrusted(CTL_EXIT_ERROR, "Refused: %s", reason ?: "(no reason)"); /* quotes the spec */
-}
-
 static int args_print(const ArgsArgs *a, char **args) {
         _cleanup_json_ json_object *o = NULL;
         json_object *arr;
@@ -288,7 +275,7 @@ int ctl_verb_slurm_args(int argc, char *argv[]) {
         if (r == -ENOMEM)
                 return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
         if (r < 0)
-                return args_refuse(&a, err ?: strerror(-r));
+                return ctl_refusal(err ?: strerror(-r), a.json);
         if (slurm_request_to_args(req, &args) < 0)
                 return ctl_fail(CTL_EXIT_ERROR, "Out of memory.");
         return args_print(&a, args);

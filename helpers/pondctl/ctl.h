@@ -361,6 +361,10 @@ bool ctl_list_filter_match(const CtlListFilter *f, const CtlJobInfo *i);
 int ctl_list_parse_argv(int argc, char *argv[], uint64_t now_usec, CtlListArgs *ret);
 void ctl_list_args_done(CtlListArgs *a);
 
+/* ctl-dispatch.c: a refusal is an answer, not a crash: with json, {"refused": true, "reason"} on stdout for
+ * the caller; logged once for the operator; CTL_EXIT_ERROR. */
+int ctl_refusal(const char *reason, bool json);
+
 /* JSON for scripts on stdout: json-c, pretty, no escaped slashes, and a newline. */
 static inline void ctl_json_print(json_object *o) {
         puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
